@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Codefy needs to build, test and run.
+# Idempotent: when everything is present it only checks and returns.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libtorch-dev            # LibTorch 1.13.1 (CPU): the tensor and autograd engine
+  libopenblas0-openmp     # optimized BLAS behind libblas.so.3 (the reference BLAS is ~27x slower)
+  nlohmann-json3-dev      # graph.json parsing and writing (header-only)
+  libcli11-dev            # command-line parsing (header-only)
+  libboost1.81-dev        # Boost.Beast/Asio for the server (header-only)
+  libgtest-dev            # unit tests
+  libpng-dev zlib1g-dev   # Visualize's PNG output; .gz idx files
+  dataset-fashion-mnist   # the Fashion-MNIST idx files for the main example
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Make sure libblas.so.3 resolves to OpenBLAS, not the reference BLAS.
+alt=libblas.so.3-x86_64-linux-gnu
+openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3
+if [ -e "$openblas" ] && [ "$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)" != "$(readlink -f "$openblas")" ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO update-alternatives --set "$alt" "$openblas"
+fi
+echo "setup: all packages present"

@@ -1,0 +1,237 @@
+#include "cli/commands.h"
+
+#include "cli/printer.h"
+#include "device/runtime.h"
+#include "engine/executor.h"
+#include "graph/validate.h"
+
+#include <boost/beast/core/detail/base64.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <pthread.h>
+#include <thread>
+
+namespace codefy::cli {
+
+namespace {
+
+/// The token of the run in progress; the signal thread cancels it.
+CancellationToken& current_token() {
+  static CancellationToken token;
+  return token;
+}
+
+std::string base64_decode(const std::string& in) {
+  namespace b64 = boost::beast::detail::base64;
+  std::string out(b64::decoded_size(in.size()), '\0');
+  auto r = b64::decode(out.data(), in.data(), in.size());
+  out.resize(r.first);
+  return out;
+}
+
+/// Writes what a reader wants to keep from a run: Visualize pictures as PNG files.
+void write_artifacts(const PreparedGraph& prepared, const RunResult& result, const std::string& out_dir,
+                     Printer& printer) {
+  for (const auto& [id, outputs] : result.outputs) {
+    const auto* spec = prepared.graph.node(id);
+    if (!spec || spec->type != "Visualize") continue;
+    auto it = outputs.find("image");
+    if (it == outputs.end()) continue;
+    const auto* b64 = std::get_if<std::string>(&it->second);
+    if (!b64) continue;
+    std::filesystem::create_directories(out_dir);
+    const auto path = std::filesystem::path(out_dir) / (id + ".png");
+    graph::write_file_atomic(path, base64_decode(*b64));
+    if (printer.mode() == Printer::Mode::kJson)
+      printer.emit_json({{"event", "artifact"}, {"node_id", id}, {"path", path.string()}});
+    else
+      std::printf("  %s: wrote %s\n", id.c_str(), path.string().c_str());
+  }
+}
+
+/// The numbers a reader wants at the end: training metrics, evaluation results.
+nlohmann::json results_json(const PreparedGraph& prepared, const RunResult& result) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [id, outputs] : result.outputs) {
+    const auto* spec = prepared.graph.node(id);
+    if (!spec) continue;
+    if (spec->type == "TrainingLoop") {
+      if (auto m = outputs.find("metrics"); m != outputs.end())
+        if (const auto* metrics = std::get_if<nlohmann::json>(&m->second)) j[id] = *metrics;
+    } else if (spec->type == "EvaluateModel") {
+      nlohmann::json e;
+      for (const auto& [port, v] : outputs)
+        if (const auto* d = std::get_if<double>(&v)) e[port] = *d;
+      j[id] = e;
+    }
+  }
+  return j;
+}
+
+void print_results(const nlohmann::json& results) {
+  for (auto it = results.begin(); it != results.end(); ++it) {
+    std::printf("%s:\n", it.key().c_str());
+    for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+      if (m.key() == "lr_history") continue;
+      std::printf("  %-20s %s\n", m.key().c_str(), m.value().dump().c_str());
+    }
+  }
+}
+
+}  // namespace
+
+void install_signal_handling() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // inherited by every thread started later
+  std::thread([set] {
+    int count = 0;
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0) continue;
+      if (++count > 1) std::_Exit(kExitStopped);  // a second Ctrl-C does not wait
+      std::fprintf(stderr, "\nstopping after the current batch (press Ctrl-C again to quit now)\n");
+      current_token().cancel();
+    }
+  }).detach();
+}
+
+int validate_graph(const std::string& path, bool json) {
+  try {
+    graph::Graph g = graph::load_graph_file(path);
+    prepare(g, NodeRegistry::builtin());
+    if (json) std::printf("%s\n", nlohmann::json{{"valid", true}, {"issues", nlohmann::json::array()}}.dump().c_str());
+    else std::printf("%s: valid\n", path.c_str());
+    return kExitOk;
+  } catch (const graph::ValidationError& e) {
+    if (json) {
+      nlohmann::json issues = nlohmann::json::array();
+      for (const auto& i : e.issues())
+        issues.push_back({{"graph", i.graph}, {"node_id", i.node_id}, {"node_type", i.node_type},
+                          {"field", i.field}, {"message", i.message}});
+      std::printf("%s\n", nlohmann::json{{"valid", false}, {"issues", issues}}.dump().c_str());
+    } else {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+  } catch (const graph::GraphFormatError& e) {
+    if (json) std::printf("%s\n", nlohmann::json{{"valid", false}, {"error", e.what()}}.dump().c_str());
+    else std::fprintf(stderr, "error: %s\n", e.what());
+  }
+  return kExitInvalidGraph;
+}
+
+int run_graph(const RunCommand& cmd) {
+  Printer printer(Printer::detect(cmd.json));
+  auto report_error = [&](const char* kind, const std::string& message, const nlohmann::json& extra, int code) {
+    if (cmd.json) {
+      nlohmann::json e = {{"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code}};
+      e.update(extra);
+      printer.emit_json(e);
+    } else {
+      std::fprintf(stderr, "error: %s\n", message.c_str());
+    }
+    return code;
+  };
+
+  PreparedGraph prepared;
+  try {
+    prepared = prepare(graph::load_graph_file(cmd.graph_path), NodeRegistry::builtin());
+  } catch (const graph::GraphFormatError& e) {
+    return report_error("invalid_graph", e.what(), {}, kExitInvalidGraph);
+  } catch (const graph::ValidationError& e) {
+    return report_error("invalid_graph", e.what(), {}, kExitInvalidGraph);
+  }
+
+  const int threads = device::configure_threads(cmd.threads);
+  const auto blas = device::blas_info();
+  if (cmd.json) {
+    printer.emit_json({{"event", "execution_start"}, {"graph", prepared.graph.name}, {"nodes", prepared.plan.order},
+                       {"seed", cmd.seed}, {"threads", threads}, {"blas", blas.name}});
+  } else {
+    std::printf("Running \"%s\" (%zu nodes, seed %llu, %d threads, %s)\n", prepared.graph.name.c_str(),
+                prepared.plan.order.size(), static_cast<unsigned long long>(cmd.seed), threads, blas.name.c_str());
+    if (blas.is_reference)
+      std::printf("warning: the reference BLAS is loaded (%s); training will be slow. Run scripts/setup.sh.\n",
+                  blas.path.c_str());
+  }
+
+  RunSettings settings;
+  settings.seed = cmd.seed;
+  settings.device = cmd.device;
+  settings.base_dir = prepared.graph.base_dir;
+  settings.cancel = current_token();
+  settings.observer = &printer;
+  try {
+    RunResult result = Executor(NodeRegistry::builtin()).run(prepared, settings);
+    write_artifacts(prepared, result, cmd.out_dir, printer);
+    const auto results = results_json(prepared, result);
+    if (cmd.json) {
+      printer.emit_json({{"event", "execution_complete"}, {"status", "ok"}, {"seconds", result.seconds},
+                         {"results", results}});
+    } else {
+      print_results(results);
+      std::printf("Done in %.1f s\n", result.seconds);
+    }
+    return kExitOk;
+  } catch (const Cancelled&) {
+    if (cmd.json) printer.emit_json({{"event", "execution_stopped"}, {"exit_code", kExitStopped}});
+    else std::fprintf(stderr, "stopped\n");
+    return kExitStopped;
+  } catch (const NodeOOMError& e) {
+    return report_error("out_of_memory", e.what(), {{"node_id", e.node_id()}, {"node_type", e.node_type()}},
+                        kExitOutOfMemory);
+  } catch (const NodeError& e) {
+    return report_error("node_error", e.what(),
+                        {{"node_id", e.node_id()}, {"node_type", e.node_type()}, {"field", e.field()}},
+                        kExitRuntimeError);
+  } catch (const std::exception& e) {
+    return report_error("error", e.what(), {}, kExitRuntimeError);
+  }
+}
+
+int list_nodes(bool json) {
+  const auto types = NodeRegistry::builtin().list();
+  if (json) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto* t : types) a.push_back(graph::to_json(t->def));
+    std::printf("%s\n", a.dump(2).c_str());
+    return kExitOk;
+  }
+  std::string category;
+  for (const auto* t : types) {
+    if (t->def.category != category) {
+      category = t->def.category;
+      std::printf("%s\n", category.c_str());
+    }
+    std::printf("  %-16s %s\n", t->def.name.c_str(), t->def.description.c_str());
+  }
+  return kExitOk;
+}
+
+int show_devices(bool json) {
+  device::configure_threads();
+  const auto r = device::runtime_report();
+  if (json) {
+    std::printf("%s\n", r.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("LibTorch %s\n", r["libtorch"].get<std::string>().c_str());
+  std::printf("Threads  %d (usable CPUs %d; override with --threads or CODEFY_NUM_THREADS)\n",
+              r["threads"].get<int>(), r["usable_cpus"].get<int>());
+  std::printf("BLAS     %s  %s\n", r["blas"]["name"].get<std::string>().c_str(),
+              r["blas"]["path"].get<std::string>().c_str());
+  if (!r["blas"]["config"].get<std::string>().empty())
+    std::printf("         %s\n", r["blas"]["config"].get<std::string>().c_str());
+  std::printf("Devices\n");
+  for (const auto& d : r["devices"])
+    std::printf("  %-24s %s\n", d["label"].get<std::string>().c_str(), d["device"].get<std::string>().c_str());
+  for (const auto& w : r["warnings"]) std::printf("warning: %s\n", w.get<std::string>().c_str());
+  return kExitOk;
+}
+
+}  // namespace codefy::cli

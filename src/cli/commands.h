@@ -1,0 +1,37 @@
+// The `codefy` subcommands.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace codefy::cli {
+
+/// Exit codes, distinct per outcome so scripts can tell them apart.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitUsage = 1,         ///< bad command line
+  kExitInvalidGraph = 2,  ///< unreadable or invalid graph (nothing ran)
+  kExitRuntimeError = 3,  ///< a node failed while running
+  kExitOutOfMemory = 4,   ///< a node ran out of memory
+  kExitStopped = 5,       ///< stopped by SIGINT/SIGTERM
+};
+
+struct RunCommand {
+  std::string graph_path;
+  std::string device;
+  uint64_t seed = 0;
+  bool json = false;
+  int threads = 0;
+  std::string out_dir = "codefy-out";
+};
+
+int run_graph(const RunCommand& cmd);
+int validate_graph(const std::string& path, bool json);
+int list_nodes(bool json);
+int show_devices(bool json);
+
+/// Starts the thread that turns SIGINT/SIGTERM into a cancellation of the
+/// current run; call first thing in main, before LibTorch starts threads.
+void install_signal_handling();
+
+}  // namespace codefy::cli

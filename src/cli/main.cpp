@@ -1,0 +1,48 @@
+// codefy: train a graph.json, check it, list nodes and devices.
+#include "cli/commands.h"
+
+#include <CLI/CLI.hpp>
+
+int main(int argc, char** argv) {
+  using namespace codefy::cli;
+  install_signal_handling();
+
+  CLI::App app{"Codefy: visual, node-based deep-learning training on LibTorch"};
+  app.require_subcommand(1);
+
+  RunCommand run;
+  auto* run_cmd = app.add_subcommand("run", "Validate and train a graph.json");
+  run_cmd->add_option("graph", run.graph_path, "Graph file")->required();
+  run_cmd->add_option("--device", run.device, "Device for every node: auto, cpu, cuda, cuda:N, mps");
+  run_cmd->add_option("--seed", run.seed, "Run seed: same seed and graph, same numbers");
+  run_cmd->add_flag("--json", run.json, "One JSON event per line");
+  run_cmd->add_option("--threads", run.threads, "LibTorch intra-op threads (default: usable CPUs)");
+  run_cmd->add_option("--out", run.out_dir, "Folder for Visualize PNGs")->capture_default_str();
+
+  std::string validate_path;
+  bool validate_json = false;
+  auto* validate_cmd = app.add_subcommand("validate", "Check a graph.json without running it");
+  validate_cmd->add_option("graph", validate_path, "Graph file")->required();
+  validate_cmd->add_flag("--json", validate_json, "Issues as JSON");
+
+  bool nodes_json = false;
+  auto* nodes_cmd = app.add_subcommand("nodes", "List node types (--json: CodefyUI's /api/nodes shape)");
+  nodes_cmd->add_flag("--json", nodes_json, "JSON output");
+
+  bool devices_json = false;
+  auto* devices_cmd = app.add_subcommand("devices", "Devices, threads and the BLAS in use");
+  devices_cmd->alias("doctor");
+  devices_cmd->add_flag("--json", devices_json, "JSON output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (*run_cmd) return run_graph(run);
+  if (*validate_cmd) return validate_graph(validate_path, validate_json);
+  if (*nodes_cmd) return list_nodes(nodes_json);
+  if (*devices_cmd) return show_devices(devices_json);
+  return kExitUsage;
+}

@@ -1,0 +1,139 @@
+#include "device/runtime.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sched.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+
+namespace codefy::device {
+
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return 1;
+}
+
+int configure_threads(int requested) {
+  int n = requested;
+  if (n <= 0) {
+    if (const char* env = std::getenv("CODEFY_NUM_THREADS")) n = std::atoi(env);
+  }
+  if (n <= 0) n = usable_cpus();
+  at::set_num_threads(n);
+  return n;
+}
+
+namespace {
+
+int collect_library(struct dl_phdr_info* info, size_t, void* data) {
+  auto* paths = static_cast<std::vector<std::string>*>(data);
+  if (info->dlpi_name && *info->dlpi_name) paths->push_back(info->dlpi_name);
+  return 0;
+}
+
+}  // namespace
+
+BlasInfo blas_info() {
+  std::vector<std::string> loaded;
+  dl_iterate_phdr(collect_library, &loaded);
+  BlasInfo info;
+  info.name = "unknown";
+  for (const auto& p : loaded) {
+    const std::string file = std::filesystem::path(p).filename().string();
+    if (file.rfind("libblas.so", 0) != 0 && file.rfind("libopenblas", 0) != 0 && file.rfind("libmkl_rt", 0) != 0 &&
+        file.rfind("libblis", 0) != 0)
+      continue;
+    std::error_code ec;
+    auto real = std::filesystem::canonical(p, ec);
+    info.path = ec ? p : real.string();
+    break;
+  }
+  // OpenBLAS announces itself through a symbol, whatever the file is called.
+  using ConfigFn = char* (*)();
+  if (auto fn = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config"))) {
+    info.name = "OpenBLAS";
+    info.config = fn();
+  } else if (info.path.find("mkl") != std::string::npos) {
+    info.name = "MKL";
+  } else if (info.path.find("blis") != std::string::npos) {
+    info.name = "BLIS";
+  } else if (info.path.find("/blas/") != std::string::npos || info.path.find("libblas.so") != std::string::npos) {
+    info.name = "reference BLAS";
+    info.is_reference = true;
+  }
+  return info;
+}
+
+DeviceChoice resolve_device(const std::string& request) {
+  DeviceChoice c;
+  const bool has_cuda = torch::cuda::is_available();
+  const int cards = has_cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
+  if (request.empty() || request == "auto") {
+    if (has_cuda) c.device = c10::Device(c10::kCUDA, 0);
+    return c;
+  }
+  if (request == "cpu") return c;
+  if (request.rfind("cuda", 0) == 0) {
+    if (!has_cuda) {
+      c.warnings.push_back("device \"" + request + "\" asks for CUDA, but this LibTorch sees no CUDA device; running on CPU");
+      return c;
+    }
+    std::string rest = request.substr(4);
+    if (rest.empty()) {
+      c.device = c10::Device(c10::kCUDA, 0);
+      return c;
+    }
+    bool digits = rest.size() > 1 && rest[0] == ':';
+    for (size_t i = 1; digits && i < rest.size(); ++i) digits = std::isdigit(static_cast<unsigned char>(rest[i]));
+    const int index = digits ? std::atoi(rest.c_str() + 1) : -1;
+    if (index >= 0 && index < cards) {
+      c.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+      return c;
+    }
+    c.device = c10::Device(c10::kCUDA, 0);
+    c.warnings.push_back("device \"" + request + "\" is not usable on this machine (" + std::to_string(cards) +
+                         (cards == 1 ? " CUDA card" : " CUDA cards") + "); running on cuda:0");
+    return c;
+  }
+  c.warnings.push_back("device \"" + request + "\" is not available here; running on CPU");
+  return c;
+}
+
+nlohmann::json runtime_report() {
+  nlohmann::json r;
+  r["libtorch"] = TORCH_VERSION;
+  r["threads"] = at::get_num_threads();
+  r["usable_cpus"] = usable_cpus();
+  const BlasInfo b = blas_info();
+  r["blas"] = {{"name", b.name}, {"path", b.path}, {"config", b.config}};
+  nlohmann::json devices = nlohmann::json::array();
+  devices.push_back({{"label", "CPU"}, {"device", "cpu"}});
+  if (torch::cuda::is_available()) {
+    for (size_t i = 0; i < torch::cuda::device_count(); ++i)
+      devices.push_back({{"label", "NVIDIA CUDA #" + std::to_string(i)}, {"device", "cuda:" + std::to_string(i)}});
+  }
+  r["devices"] = devices;
+  nlohmann::json warnings = nlohmann::json::array();
+  if (b.is_reference)
+    warnings.push_back("matrix products run on the reference BLAS (" + b.path +
+                       "), about 27x slower than OpenBLAS: run scripts/setup.sh, or "
+                       "`update-alternatives --config libblas.so.3-x86_64-linux-gnu`");
+  if (at::get_num_threads() < usable_cpus())
+    warnings.push_back("LibTorch uses " + std::to_string(at::get_num_threads()) + " of " +
+                       std::to_string(usable_cpus()) + " usable CPUs");
+  r["warnings"] = warnings;
+  return r;
+}
+
+}  // namespace codefy::device

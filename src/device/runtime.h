@@ -1,0 +1,43 @@
+// The machine as LibTorch sees it: threads, BLAS, devices.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace codefy::device {
+
+/// CPUs this process may run on (sched_getaffinity), at least 1.
+int usable_cpus();
+
+/// Sets LibTorch's intra-op thread count: `requested` if > 0, else the
+/// CODEFY_NUM_THREADS environment variable, else usable_cpus(). Returns it.
+int configure_threads(int requested = 0);
+
+/// Which BLAS library serves matrix products.
+struct BlasInfo {
+  std::string path;     ///< resolved file of libblas.so.3 / libopenblas as loaded
+  std::string name;     ///< "OpenBLAS", "reference BLAS", "BLIS", "MKL", "unknown"
+  std::string config;   ///< OpenBLAS's own config string when available
+  bool is_reference = false;
+};
+BlasInfo blas_info();
+
+/// A device request resolved to something LibTorch can use.
+struct DeviceChoice {
+  c10::Device device = c10::Device(c10::kCPU);
+  std::vector<std::string> warnings;
+};
+
+/// Resolves a device string ("auto", "cpu", "cuda", "cuda:N", "mps"). Never
+/// hands an unparsed string to LibTorch: anything unusable falls back with a
+/// warning (CUDA requested without CUDA → CPU).
+DeviceChoice resolve_device(const std::string& request);
+
+/// A report of the runtime for `codefy devices`/`doctor`: LibTorch version,
+/// threads, BLAS, devices, warnings.
+nlohmann::json runtime_report();
+
+}  // namespace codefy::device

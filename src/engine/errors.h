@@ -1,0 +1,56 @@
+// The one error hierarchy: everything a run can fail with names where.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace codefy {
+
+/// Base of every Codefy error.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Thrown inside a node's execute function: what went wrong and, when a
+/// parameter or input is to blame, its name. The executor adds the node's
+/// identity and rethrows it as NodeError.
+class NodeFailure : public Error {
+ public:
+  NodeFailure(std::string field, const std::string& message) : Error(message), field_(std::move(field)) {}
+  /// Parameter or port name ("param \"batch_size\"", "input \"model\""), may be empty.
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+/// A node failed while running.
+class NodeError : public Error {
+ public:
+  NodeError(std::string graph, std::string node_id, std::string node_type, std::string field,
+            const std::string& message);
+  const std::string& graph() const { return graph_; }
+  const std::string& node_id() const { return node_id_; }
+  const std::string& node_type() const { return node_type_; }
+  const std::string& field() const { return field_; }
+  /// The message without the identity prefix.
+  const std::string& detail() const { return detail_; }
+
+ private:
+  std::string graph_, node_id_, node_type_, field_, detail_;
+};
+
+/// A node ran out of memory (CPU budget, CPU allocator or device).
+class NodeOOMError : public NodeError {
+ public:
+  using NodeError::NodeError;
+};
+
+/// The run was stopped by its cancellation token.
+class Cancelled : public Error {
+ public:
+  Cancelled() : Error("the run was stopped") {}
+};
+
+}  // namespace codefy

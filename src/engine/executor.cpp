@@ -1,0 +1,105 @@
+#include "engine/executor.h"
+
+#include "graph/presets.h"
+#include "graph/validate.h"
+
+#include <c10/util/Exception.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <new>
+
+namespace codefy {
+
+namespace {
+
+bool is_oom_message(const std::string& m) {
+  return m.find("out of memory") != std::string::npos || m.find("can't allocate memory") != std::string::npos ||
+         m.find("DefaultCPUAllocator: not enough memory") != std::string::npos;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+nlohmann::json fill_defaults(const graph::NodeDef& def, const nlohmann::json& given) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& p : def.params) params[p.name] = p.default_value;
+  for (auto it = given.begin(); it != given.end(); ++it)
+    if (!it.value().is_null()) params[it.key()] = it.value();
+  return params;
+}
+
+}  // namespace
+
+uint64_t node_seed(uint64_t run_seed, const std::string& node_id) {
+  // FNV-1a over the id, mixed with the seed through splitmix64's finaliser.
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : node_id) h = (h ^ c) * 1099511628211ULL;
+  uint64_t z = run_seed + 0x9e3779b97f4a7c15ULL * (h | 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
+}
+
+PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry) {
+  PreparedGraph p;
+  p.graph = graph::expand_presets(g);
+  auto issues = graph::validate(p.graph, registry);
+  if (!issues.empty()) throw graph::ValidationError(std::move(issues));
+  p.plan = graph::make_plan(p.graph);
+  return p;
+}
+
+RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settings) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  const graph::Graph& g = prepared.graph;
+  RunResult result;
+  for (const auto& id : prepared.plan.order) {
+    settings.cancel.throw_if_cancelled();
+    const graph::NodeSpec& spec = *g.node(id);
+    const NodeType* type = registry_.get(spec.type);
+    const NodeRef ref{g.name, spec.id, spec.type};
+
+    ValueMap inputs;
+    for (const auto& e : g.edges) {
+      if (e.target != id || e.kind != graph::EdgeKind::kData) continue;
+      auto src = result.outputs.find(e.source);
+      if (src == result.outputs.end()) continue;
+      auto v = src->second.find(e.source_handle);
+      if (v != src->second.end()) inputs[e.target_handle] = v->second;
+    }
+
+    if (settings.observer) settings.observer->on_node_entry(ref);
+    torch::manual_seed(node_seed(settings.seed, id));
+    auto fail = [&](const std::string& field, const std::string& message, bool oom) -> NodeError {
+      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", message}});
+      if (oom) return NodeOOMError(g.name, id, spec.type, field, message);
+      return NodeError(g.name, id, spec.type, field, message);
+    };
+    try {
+      NodeContext ctx(ref, type->def, fill_defaults(type->def, spec.params), std::move(inputs), settings);
+      ValueMap outputs = type->execute(ctx);
+      if (settings.observer) {
+        nlohmann::json summary = nlohmann::json::object();
+        for (const auto& [port, value] : outputs) summary[port] = summarize(value);
+        settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summary);
+      }
+      result.outputs[id] = std::move(outputs);
+    } catch (const Cancelled&) {
+      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", "stopped"}});
+      throw;
+    } catch (const NodeFailure& e) {
+      throw fail(e.field(), e.what(), is_oom_message(e.what()));
+    } catch (const c10::Error& e) {
+      // LibTorch's messages carry a C++ backtrace after the first line.
+      throw fail("", first_line(e.what_without_backtrace()), is_oom_message(e.what()));
+    } catch (const std::bad_alloc&) {
+      throw fail("", "out of memory (std::bad_alloc)", true);
+    } catch (const std::exception& e) {
+      throw fail("", e.what(), false);
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace codefy

@@ -1,0 +1,47 @@
+// Runs a graph: prepare (expand presets, validate, plan) once, run many times.
+#pragma once
+
+#include "engine/node.h"
+#include "graph/graph.h"
+#include "graph/plan.h"
+
+#include <map>
+#include <string>
+
+namespace codefy {
+
+/// A graph checked and planned against a registry, ready to run.
+struct PreparedGraph {
+  graph::Graph graph;  ///< presets expanded
+  graph::Plan plan;
+};
+
+/// Expands presets, validates and plans. Throws graph::ValidationError with
+/// every problem found.
+PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry);
+
+/// What a finished run produced.
+struct RunResult {
+  /// Outputs of every node that ran, by node id.
+  std::map<std::string, ValueMap> outputs;
+  double seconds = 0.0;
+};
+
+/// Runs a prepared graph node by node in plan order, on the calling thread.
+/// Before each node LibTorch's RNG is seeded from (run seed, node id), so a
+/// node's random draws do not depend on which other nodes ran before it.
+/// Throws NodeError (NodeOOMError for out-of-memory) naming the node, or
+/// Cancelled when the token fires between nodes or inside a long node.
+class Executor {
+ public:
+  explicit Executor(const NodeRegistry& registry) : registry_(registry) {}
+  RunResult run(const PreparedGraph& prepared, const RunSettings& settings) const;
+
+ private:
+  const NodeRegistry& registry_;
+};
+
+/// The seed LibTorch's RNG gets before node `node_id` runs.
+uint64_t node_seed(uint64_t run_seed, const std::string& node_id);
+
+}  // namespace codefy

@@ -1,0 +1,129 @@
+// What a node's execute function sees, and the registry of node types.
+#pragma once
+
+#include "engine/cancel.h"
+#include "engine/events.h"
+#include "engine/value.h"
+#include "graph/types.h"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace codefy {
+
+/// Settings of one run that nodes may read.
+struct RunSettings {
+  uint64_t seed = 0;
+  /// Overrides every node's `device` param when not empty (CLI --device).
+  std::string device;
+  /// Relative file paths in params resolve against this folder.
+  std::filesystem::path base_dir;
+  CancellationToken cancel;
+  Observer* observer = nullptr;
+};
+
+/// The call of one node: its inputs, its params (defaults filled in), and
+/// the run around it. Accessors throw NodeFailure naming the param or port.
+class NodeContext {
+ public:
+  NodeContext(const NodeRef& node, const graph::NodeDef& def, const nlohmann::json& params, ValueMap inputs,
+              const RunSettings& run);
+
+  const NodeRef& node() const { return node_; }
+  const nlohmann::json& params() const { return params_; }
+  const RunSettings& run() const { return run_; }
+  const CancellationToken& cancel() const { return run_.cancel; }
+
+  int64_t param_int(const std::string& name) const;
+  double param_float(const std::string& name) const;
+  bool param_bool(const std::string& name) const;
+  std::string param_string(const std::string& name) const;
+  /// Resolves a relative path param against the run's base folder (absolute stays).
+  std::filesystem::path param_path(const std::string& name) const;
+  std::filesystem::path resolve_path(const std::string& path) const;
+
+  bool has_input(const std::string& port) const;
+  const Value& input(const std::string& port) const;
+  /// The input as T; NodeFailure when missing or of another kind.
+  template <typename T>
+  const T& input_as(const std::string& port) const {
+    const Value& v = input(port);
+    if (const T* p = std::get_if<T>(&v)) return *p;
+    fail_input(port, v);
+  }
+  /// Optional input: nullptr when not connected.
+  template <typename T>
+  const T* input_if(const std::string& port) const {
+    if (!has_input(port)) return nullptr;
+    return &input_as<T>(port);
+  }
+
+  /// The device string this node should run on: RunSettings::device, else the `device` param, else "cpu".
+  std::string device_request() const;
+
+  void progress(const nlohmann::json& event) const;
+  void warn(const std::string& message) const;
+  void print(const std::string& text) const;
+
+  /// Throws NodeFailure for `field` ("param \"x\"", "input \"y\"").
+  [[noreturn]] static void fail(const std::string& field, const std::string& message);
+  [[noreturn]] static void fail_param(const std::string& name, const std::string& message);
+
+ private:
+  [[noreturn]] void fail_input(const std::string& port, const Value& got) const;
+  const nlohmann::json& param(const std::string& name) const;
+  NodeRef node_;
+  const graph::NodeDef& def_;
+  nlohmann::json params_;
+  ValueMap inputs_;
+  const RunSettings& run_;
+};
+
+/// A node type: its definition and what it does.
+struct NodeType {
+  graph::NodeDef def;
+  std::function<ValueMap(NodeContext&)> execute;
+};
+
+/// Every node type, built once at start-up and read-only afterwards.
+class NodeRegistry : public graph::NodeCatalog {
+ public:
+  void add(graph::NodeDef def, std::function<ValueMap(NodeContext&)> execute);
+  const graph::NodeDef* find(const std::string& type) const override;
+  const NodeType* get(const std::string& type) const;
+  /// All types, sorted by category then name.
+  std::vector<const NodeType*> list() const;
+  /// The built-in node library.
+  static const NodeRegistry& builtin();
+
+ private:
+  std::map<std::string, NodeType> types_;
+};
+
+// Registration functions, one per node family (src/nodes/*.cpp).
+void register_utility_nodes(NodeRegistry& r);
+void register_data_nodes(NodeRegistry& r);
+void register_model_nodes(NodeRegistry& r);
+void register_training_nodes(NodeRegistry& r);
+void register_io_nodes(NodeRegistry& r);
+
+/// Helpers for concise node definitions.
+namespace def {
+graph::PortDef in(std::string name, graph::DataType type, std::string description, bool optional = false);
+graph::PortDef out(std::string name, graph::DataType type, std::string description);
+graph::ParamDef integer(std::string name, int64_t value, std::string description,
+                        std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
+graph::ParamDef number(std::string name, double value, std::string description,
+                       std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
+graph::ParamDef boolean(std::string name, bool value, std::string description);
+graph::ParamDef text(std::string name, std::string value, std::string description);
+graph::ParamDef select(std::string name, std::string value, std::vector<std::string> options,
+                       std::string description);
+graph::ParamDef advanced(graph::ParamDef p);
+}  // namespace def
+
+}  // namespace codefy

@@ -1,0 +1,206 @@
+#include "engine/node.h"
+
+#include <algorithm>
+
+namespace codefy {
+
+NodeError::NodeError(std::string graph, std::string node_id, std::string node_type, std::string field,
+                     const std::string& message)
+    : Error("graph \"" + graph + "\": node " + node_id + " (" + node_type + ")" +
+            (field.empty() ? "" : ", " + field) + ": " + message),
+      graph_(std::move(graph)),
+      node_id_(std::move(node_id)),
+      node_type_(std::move(node_type)),
+      field_(std::move(field)),
+      detail_(message) {}
+
+const char* to_string(NodeStatus s) {
+  switch (s) {
+    case NodeStatus::kRunning: return "running";
+    case NodeStatus::kCompleted: return "completed";
+    case NodeStatus::kCached: return "cached";
+    case NodeStatus::kError: return "error";
+    case NodeStatus::kSkipped: return "skipped";
+  }
+  return "error";
+}
+
+NodeContext::NodeContext(const NodeRef& node, const graph::NodeDef& def, const nlohmann::json& params,
+                         ValueMap inputs, const RunSettings& run)
+    : node_(node), def_(def), params_(params), inputs_(std::move(inputs)), run_(run) {}
+
+void NodeContext::fail(const std::string& field, const std::string& message) { throw NodeFailure(field, message); }
+void NodeContext::fail_param(const std::string& name, const std::string& message) {
+  throw NodeFailure("param \"" + name + "\"", message);
+}
+
+const nlohmann::json& NodeContext::param(const std::string& name) const {
+  auto it = params_.find(name);
+  if (it == params_.end()) fail_param(name, "is not a parameter of this node type");
+  return *it;
+}
+
+int64_t NodeContext::param_int(const std::string& name) const {
+  const auto& v = param(name);
+  if (!v.is_number()) fail_param(name, "expected an integer, got " + v.dump());
+  return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+}
+
+double NodeContext::param_float(const std::string& name) const {
+  const auto& v = param(name);
+  if (!v.is_number()) fail_param(name, "expected a number, got " + v.dump());
+  return v.get<double>();
+}
+
+bool NodeContext::param_bool(const std::string& name) const {
+  const auto& v = param(name);
+  if (!v.is_boolean()) fail_param(name, "expected true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+std::string NodeContext::param_string(const std::string& name) const {
+  const auto& v = param(name);
+  if (v.is_null()) return "";
+  if (!v.is_string()) fail_param(name, "expected a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+std::filesystem::path NodeContext::resolve_path(const std::string& path) const {
+  std::filesystem::path p(path);
+  if (p.is_absolute() || run_.base_dir.empty()) return p.lexically_normal();
+  return (run_.base_dir / p).lexically_normal();
+}
+
+std::filesystem::path NodeContext::param_path(const std::string& name) const {
+  const std::string s = param_string(name);
+  if (s.empty()) fail_param(name, "needs a file path");
+  return resolve_path(s);
+}
+
+bool NodeContext::has_input(const std::string& port) const {
+  auto it = inputs_.find(port);
+  return it != inputs_.end() && !std::holds_alternative<std::monostate>(it->second);
+}
+
+const Value& NodeContext::input(const std::string& port) const {
+  auto it = inputs_.find(port);
+  if (it == inputs_.end()) fail("input \"" + port + "\"", "is not connected");
+  return it->second;
+}
+
+void NodeContext::fail_input(const std::string& port, const Value& got) const {
+  const graph::PortDef* p = def_.input(port);
+  fail("input \"" + port + "\"", std::string("expected ") + (p ? graph::to_string(p->type) : "another kind") +
+                                     ", got " + value_kind(got));
+}
+
+std::string NodeContext::device_request() const {
+  if (!run_.device.empty()) return run_.device;
+  auto it = params_.find("device");
+  if (it != params_.end() && it->is_string() && !it->get<std::string>().empty()) return it->get<std::string>();
+  return "auto";
+}
+
+void NodeContext::progress(const nlohmann::json& event) const {
+  if (run_.observer) run_.observer->on_progress(node_, event);
+}
+void NodeContext::warn(const std::string& message) const {
+  if (run_.observer) run_.observer->on_warning(node_, message);
+}
+void NodeContext::print(const std::string& text) const {
+  if (run_.observer) run_.observer->on_print(node_, text);
+}
+
+void NodeRegistry::add(graph::NodeDef def, std::function<ValueMap(NodeContext&)> execute) {
+  const std::string name = def.name;
+  types_[name] = NodeType{std::move(def), std::move(execute)};
+}
+
+const graph::NodeDef* NodeRegistry::find(const std::string& type) const {
+  const NodeType* t = get(type);
+  return t ? &t->def : nullptr;
+}
+
+const NodeType* NodeRegistry::get(const std::string& type) const {
+  auto it = types_.find(type);
+  return it == types_.end() ? nullptr : &it->second;
+}
+
+std::vector<const NodeType*> NodeRegistry::list() const {
+  std::vector<const NodeType*> v;
+  for (const auto& [name, t] : types_) v.push_back(&t);
+  std::stable_sort(v.begin(), v.end(),
+                   [](const NodeType* a, const NodeType* b) { return a->def.category < b->def.category; });
+  return v;
+}
+
+const NodeRegistry& NodeRegistry::builtin() {
+  static const NodeRegistry registry = [] {
+    NodeRegistry r;
+    register_utility_nodes(r);
+    register_data_nodes(r);
+    register_model_nodes(r);
+    register_training_nodes(r);
+    register_io_nodes(r);
+    return r;
+  }();
+  return registry;
+}
+
+namespace def {
+
+graph::PortDef in(std::string name, graph::DataType type, std::string description, bool optional) {
+  return {std::move(name), type, std::move(description), optional};
+}
+graph::PortDef out(std::string name, graph::DataType type, std::string description) {
+  return {std::move(name), type, std::move(description), false};
+}
+graph::ParamDef integer(std::string name, int64_t value, std::string description, std::optional<double> min,
+                        std::optional<double> max) {
+  graph::ParamDef p;
+  p.name = std::move(name);
+  p.type = graph::ParamType::kInt;
+  p.default_value = value;
+  p.description = std::move(description);
+  p.min_value = min;
+  p.max_value = max;
+  return p;
+}
+graph::ParamDef number(std::string name, double value, std::string description, std::optional<double> min,
+                       std::optional<double> max) {
+  graph::ParamDef p = integer(std::move(name), 0, std::move(description), min, max);
+  p.type = graph::ParamType::kFloat;
+  p.default_value = value;
+  return p;
+}
+graph::ParamDef boolean(std::string name, bool value, std::string description) {
+  graph::ParamDef p;
+  p.name = std::move(name);
+  p.type = graph::ParamType::kBool;
+  p.default_value = value;
+  p.description = std::move(description);
+  return p;
+}
+graph::ParamDef text(std::string name, std::string value, std::string description) {
+  graph::ParamDef p;
+  p.name = std::move(name);
+  p.type = graph::ParamType::kString;
+  p.default_value = std::move(value);
+  p.description = std::move(description);
+  return p;
+}
+graph::ParamDef select(std::string name, std::string value, std::vector<std::string> options,
+                       std::string description) {
+  graph::ParamDef p = text(std::move(name), std::move(value), std::move(description));
+  p.type = graph::ParamType::kSelect;
+  p.options = std::move(options);
+  return p;
+}
+graph::ParamDef advanced(graph::ParamDef p) {
+  p.advanced = true;
+  return p;
+}
+
+}  // namespace def
+
+}  // namespace codefy

@@ -1,0 +1,44 @@
+// What flows along a data edge.
+#pragma once
+
+#include "train/builders.h"
+#include "train/data.h"
+#include "train/model.h"
+#include "train/schedulers.h"
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <variant>
+
+namespace codefy {
+
+/// A rendered picture (Visualize): PNG bytes, base64-encoded as CodefyUI sends them.
+struct Image {
+  std::string png_base64;
+  int64_t width = 0;
+  int64_t height = 0;
+};
+
+/// One port's value. Plain data (lists of losses, metric dicts) is JSON;
+/// heavy or stateful things are shared handles.
+using Value = std::variant<std::monostate, torch::Tensor, double, std::string, nlohmann::json, Image,
+                           train::ModelPtr, train::DatasetPtr, train::DataLoaderPtr, train::OptimizerPtr,
+                           train::LossPtr, train::SchedulerPtr>;
+
+/// A node's inputs or outputs by port name.
+using ValueMap = std::map<std::string, Value>;
+
+/// Short type name of what a value holds ("TENSOR", "MODEL", ...), for messages.
+const char* value_kind(const Value& v);
+
+/// A small JSON summary for events and `--json` output (shape and dtype of a
+/// tensor, parameter count of a model, the value of a scalar...), never the data.
+nlohmann::json summarize(const Value& v);
+
+/// Human-readable text of a value for Print.
+std::string to_display_string(const Value& v);
+
+}  // namespace codefy

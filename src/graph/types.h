@@ -1,0 +1,83 @@
+// Port and parameter types, node definitions: what validation needs to know
+// about a node type, in CodefyUI's vocabulary. No LibTorch here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace codefy::graph {
+
+using json = nlohmann::json;
+
+/// The type carried by a port (CodefyUI's DataType).
+enum class DataType {
+  kTensor, kModel, kDataset, kDataLoader, kOptimizer, kLossFn, kScalar,
+  kString, kImage, kList, kTransform, kAny, kTrigger
+};
+
+/// The widget/type of a parameter (CodefyUI's ParamType).
+enum class ParamType { kInt, kFloat, kString, kBool, kSelect, kModelFile, kDataFile };
+
+/// CodefyUI's spelling ("TENSOR", "LOSS_FN", ...).
+const char* to_string(DataType t);
+/// CodefyUI's spelling ("int", "select", ...).
+const char* to_string(ParamType t);
+/// Parses CodefyUI's spelling; std::nullopt when unknown.
+std::optional<DataType> data_type_from_string(const std::string& s);
+
+/// CodefyUI's compatibility rule: may a `source` output feed a `target` input?
+bool is_compatible(DataType source, DataType target);
+
+/// One input or output of a node type.
+struct PortDef {
+  std::string name;
+  DataType type = DataType::kAny;
+  std::string description;
+  bool optional = false;
+};
+
+/// One parameter of a node type, with its default and limits.
+struct ParamDef {
+  std::string name;
+  ParamType type = ParamType::kString;
+  json default_value;
+  std::string description;
+  std::vector<std::string> options;  ///< for kSelect
+  std::optional<double> min_value;
+  std::optional<double> max_value;
+  bool advanced = false;             ///< folded under "Advanced" in the editor
+  bool required = false;             ///< must be non-empty (e.g. a file path)
+};
+
+/// Everything known about a node type before it runs.
+struct NodeDef {
+  std::string name;
+  std::string category;
+  std::string description;
+  std::vector<PortDef> inputs;
+  std::vector<PortDef> outputs;
+  std::vector<ParamDef> params;
+  /// Whether a cache may serve this node's outputs (never for training or
+  /// for nodes that hand out mutable handles).
+  bool cacheable = true;
+
+  const PortDef* input(const std::string& port) const;
+  const PortDef* output(const std::string& port) const;
+  const ParamDef* param(const std::string& name) const;
+};
+
+/// CodefyUI's `/api/nodes` entry for one node type.
+json to_json(const NodeDef& def);
+
+/// Looks up node definitions by type name; implemented by the node registry.
+class NodeCatalog {
+ public:
+  virtual ~NodeCatalog() = default;
+  /// The definition of `type`, or nullptr when unknown.
+  virtual const NodeDef* find(const std::string& type) const = 0;
+};
+
+}  // namespace codefy::graph

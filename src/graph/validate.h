@@ -1,0 +1,41 @@
+// Validation: every problem of a graph, found before anything runs.
+#pragma once
+
+#include "graph/graph.h"
+#include "graph/types.h"
+
+#include <string>
+#include <vector>
+
+namespace codefy::graph {
+
+/// One problem found in a graph, naming where it is.
+struct Issue {
+  std::string graph;      ///< graph name
+  std::string node_id;    ///< empty for graph-level problems
+  std::string node_type;
+  std::string field;      ///< port or parameter name, or edge id; may be empty
+  std::string message;
+  /// `graph "G": node n7 (TrainingLoop), param "epochs": <message>`.
+  std::string to_string() const;
+};
+
+/// Thrown by anything that refuses an invalid graph; carries every issue.
+class ValidationError : public std::runtime_error {
+ public:
+  explicit ValidationError(std::vector<Issue> issues);
+  const std::vector<Issue>& issues() const { return issues_; }
+
+ private:
+  std::vector<Issue> issues_;
+};
+
+/// Checks a parameter value against its definition; returns the problem or "".
+std::string check_param_value(const ParamDef& def, const json& value);
+
+/// Collects every problem of the nodes that would run (see plan.h), plus
+/// graph-level problems (no Start, cycles, dangling edges). Expects a graph
+/// whose presets are already expanded.
+std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog);
+
+}  // namespace codefy::graph

@@ -1,0 +1,137 @@
+// Data: Dataset (MNIST/FashionMNIST), CSVDataset, ToyDataset, DataLoader.
+#include "engine/node.h"
+
+#include "engine/executor.h"
+
+namespace codefy {
+
+using graph::DataType;
+
+namespace {
+
+/// Keeps the first `max_samples` samples (0 keeps all): for quick lessons and tests.
+train::Dataset take_first(train::Dataset d, int64_t max_samples) {
+  if (max_samples > 0 && max_samples < d.size()) {
+    d.inputs = d.inputs.narrow(0, 0, max_samples).clone();
+    d.targets = d.targets.narrow(0, 0, max_samples).clone();
+  }
+  return d;
+}
+
+graph::ParamDef max_samples_param() {
+  return def::advanced(def::integer("max_samples", 0, "Use only the first N samples (0 = all)", 0));
+}
+
+}  // namespace
+
+void register_data_nodes(NodeRegistry& r) {
+  {
+    graph::NodeDef d{"Dataset", "Data",
+                     "Load a standard vision dataset (MNIST, FashionMNIST) from idx files on disk; never downloads.",
+                     {}, {def::out("dataset", DataType::kDataset, "Loaded dataset")},
+                     {def::select("name", "MNIST", {"MNIST", "FashionMNIST"}, "Dataset"),
+                      def::select("split", "train", {"train", "test"}, "Which split"),
+                      def::text("data_dir", "./data",
+                                "Folder holding <name>/raw/*-idx*-ubyte[.gz] (torchvision's layout); relative to the "
+                                "graph file. Falls back to Debian's /usr/share/datasets when not found there."),
+                      max_samples_param()}};
+    d.cacheable = false;
+    r.add(std::move(d), [](NodeContext& ctx) {
+      const std::string name = ctx.param_string("name");
+      const bool train = ctx.param_string("split") == "train";
+      const std::string dir = ctx.param_string("data_dir");
+      train::Dataset ds;
+      try {
+        ds = train::load_mnist(name, train, dir.empty() ? std::filesystem::path() : ctx.resolve_path(dir));
+      } catch (const std::exception& first) {
+        if (dir.empty()) NodeContext::fail_param("data_dir", first.what());
+        try {
+          ds = train::load_mnist(name, train, {});  // Debian's packaged copy
+        } catch (const std::exception&) {
+          NodeContext::fail_param("data_dir", first.what());
+        }
+      }
+      return ValueMap{{"dataset", std::make_shared<const train::Dataset>(take_first(std::move(ds), ctx.param_int("max_samples")))}};
+    });
+  }
+  {
+    graph::NodeDef d{"CSVDataset", "Data",
+                     "Load a CSV file (header row) into a dataset: numeric feature columns and one target column.",
+                     {}, {def::out("dataset", DataType::kDataset, "Loaded dataset")},
+                     {def::text("path", "", "CSV file, relative to the graph file"),
+                      def::text("target_column", "", "Target column (empty = last column)"),
+                      def::text("include_columns", "", "Comma-separated feature columns (empty = all others)"),
+                      def::select("task", "classification", {"classification", "regression"},
+                                  "Class labels (int64) or numeric targets (float32)"),
+                      max_samples_param()}};
+    d.params[0].required = true;
+    d.cacheable = false;
+    r.add(std::move(d), [](NodeContext& ctx) {
+      train::CsvOptions o;
+      o.target_column = ctx.param_string("target_column");
+      const std::string cols = ctx.param_string("include_columns");
+      size_t start = 0;
+      while (start < cols.size()) {
+        size_t end = cols.find(',', start);
+        if (end == std::string::npos) end = cols.size();
+        std::string c = cols.substr(start, end - start);
+        c.erase(0, c.find_first_not_of(" \t"));
+        c.erase(c.find_last_not_of(" \t") + 1);
+        if (!c.empty()) o.feature_columns.push_back(c);
+        start = end + 1;
+      }
+      o.classification = ctx.param_string("task") == "classification";
+      const auto path = ctx.param_path("path");
+      train::Dataset ds;
+      try {
+        ds = train::load_csv(path, o);
+      } catch (const std::exception& e) {
+        NodeContext::fail_param("path", e.what());
+      }
+      return ValueMap{{"dataset", std::make_shared<const train::Dataset>(take_first(std::move(ds), ctx.param_int("max_samples")))}};
+    });
+  }
+  r.add({"ToyDataset", "Data",
+         "Generate a small dataset: Gaussian blobs (classification) or a noisy linear target (regression).",
+         {}, {def::out("dataset", DataType::kDataset, "Generated dataset")},
+         {def::select("task", "classification", {"classification", "regression"}, "Kind of data"),
+          def::integer("n_samples", 1000, "Number of samples", 1, 10000000),
+          def::integer("n_features", 2, "Features per sample", 1, 100000),
+          def::integer("n_classes", 2, "Classes (classification)", 2, 100000),
+          def::number("noise", 0.5, "Noise standard deviation", 0.0),
+          def::integer("seed", 0, "Generator seed: same seed, same data", 0)}},
+        [](NodeContext& ctx) {
+          train::SyntheticOptions o;
+          o.task = ctx.param_string("task");
+          o.num_samples = ctx.param_int("n_samples");
+          o.num_features = ctx.param_int("n_features");
+          o.num_classes = ctx.param_int("n_classes");
+          o.noise = ctx.param_float("noise");
+          o.seed = static_cast<uint64_t>(ctx.param_int("seed"));
+          return ValueMap{{"dataset", std::make_shared<const train::Dataset>(train::make_synthetic(o))}};
+        });
+  {
+    graph::NodeDef d{"DataLoader", "Data",
+                     "Split a dataset into batches; the shuffle order follows (seed, epoch), so runs repeat exactly.",
+                     {def::in("dataset", DataType::kDataset, "Dataset to batch")},
+                     {def::out("dataloader", DataType::kDataLoader, "Batches for training")},
+                     {def::integer("batch_size", 32, "Samples per batch", 1),
+                      def::boolean("shuffle", true, "Shuffle data at every epoch"),
+                      def::integer("num_workers", 0, "Accepted for CodefyUI graphs; batches are cut in memory", 0),
+                      def::advanced(def::boolean("drop_last", false, "Drop the last, short batch")),
+                      def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
+    d.cacheable = false;
+    r.add(std::move(d), [](NodeContext& ctx) {
+      train::DataLoaderOptions o;
+      o.batch_size = ctx.param_int("batch_size");
+      o.shuffle = ctx.param_bool("shuffle");
+      o.drop_last = ctx.param_bool("drop_last");
+      const int64_t seed = ctx.param_int("seed");
+      o.seed = seed >= 0 ? static_cast<uint64_t>(seed) : node_seed(ctx.run().seed, ctx.node().id);
+      const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
+      return ValueMap{{"dataloader", std::make_shared<const train::DataLoader>(ds, o)}};
+    });
+  }
+}
+
+}  // namespace codefy

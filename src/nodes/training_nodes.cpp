@@ -1,0 +1,254 @@
+// Training: Loss, Optimizer, LRScheduler, TrainingLoop, EvaluateModel.
+#include "device/runtime.h"
+#include "engine/node.h"
+#include "train/trainer.h"
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+namespace codefy {
+
+using graph::DataType;
+
+namespace {
+
+const std::vector<std::string> kDeviceOptions = {"auto", "cpu", "cuda", "mps"};
+
+/// Resolves the node's device request, forwarding fallback warnings.
+c10::Device node_device(const NodeContext& ctx) {
+  auto choice = device::resolve_device(ctx.device_request());
+  for (const auto& w : choice.warnings) ctx.warn(w);
+  return choice.device;
+}
+
+/// "0.9, 0.999" → {0.9, 0.999}.
+std::vector<double> parse_numbers(const std::string& s, const std::string& param) {
+  std::vector<double> v;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (item.empty()) continue;
+    try {
+      size_t used = 0;
+      v.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      NodeContext::fail_param(param, "\"" + item + "\" is not a number (expected a comma-separated list)");
+    }
+  }
+  return v;
+}
+
+void register_loss(NodeRegistry& r) {
+  r.add({"Loss", "Training", "Create a loss function (mean over the batch).",
+         {}, {def::out("loss_fn", DataType::kLossFn, "Loss function")},
+         {def::select("type", "CrossEntropyLoss", train::loss_types(), "Loss function"),
+          def::number("label_smoothing", 0.0, "CrossEntropyLoss label smoothing", 0.0, 1.0),
+          def::advanced(def::number("beta", 1.0, "SmoothL1Loss beta", 0.0)),
+          def::advanced(def::number("delta", 1.0, "HuberLoss delta", 0.0))}},
+        [](NodeContext& ctx) {
+          train::LossOptions o;
+          o.label_smoothing = ctx.param_float("label_smoothing");
+          o.beta = ctx.param_float("beta");
+          o.delta = ctx.param_float("delta");
+          const std::string type = ctx.param_string("type");
+          if (o.label_smoothing != 0.0 && type != "CrossEntropyLoss")
+            NodeContext::fail_param("label_smoothing", "only CrossEntropyLoss takes label smoothing, not " + type);
+          return ValueMap{{"loss_fn", train::make_loss(type, o)}};
+        });
+}
+
+void register_optimizer(NodeRegistry& r) {
+  graph::NodeDef d{"Optimizer", "Training", "Create an optimizer for a model's parameters.",
+                   {def::in("model", DataType::kModel, "Model whose parameters it updates")},
+                   {def::out("optimizer", DataType::kOptimizer, "Optimizer (its state lives on through training)")},
+                   {def::select("type", "Adam", train::optimizer_types(), "Algorithm"),
+                    def::number("lr", 0.001, "Learning rate", 0.0),
+                    def::number("weight_decay", 0.0, "Weight decay (L2; decoupled for AdamW)", 0.0),
+                    def::number("momentum", 0.0, "Momentum (SGD, RMSprop)", 0.0),
+                    def::advanced(def::text("betas", "0.9, 0.999", "Adam/AdamW betas")),
+                    def::advanced(def::number("eps", 1e-8, "Term added for numerical stability", 0.0)),
+                    def::advanced(def::boolean("amsgrad", false, "AMSGrad variant (Adam/AdamW)")),
+                    def::advanced(def::boolean("nesterov", false, "Nesterov momentum (SGD)")),
+                    def::advanced(def::number("dampening", 0.0, "Momentum dampening (SGD)", 0.0)),
+                    def::advanced(def::number("alpha", 0.99, "Smoothing constant (RMSprop)", 0.0, 1.0)),
+                    def::advanced(def::boolean("centered", false, "Centered RMSprop")),
+                    def::advanced(def::number("lr_decay", 0.0, "Learning-rate decay (Adagrad)", 0.0))}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    train::OptimizerOptions o;
+    o.type = ctx.param_string("type");
+    o.lr = ctx.param_float("lr");
+    o.weight_decay = ctx.param_float("weight_decay");
+    o.momentum = ctx.param_float("momentum");
+    const auto betas = parse_numbers(ctx.param_string("betas"), "betas");
+    if (betas.size() != 2) NodeContext::fail_param("betas", "expected two numbers, e.g. \"0.9, 0.999\"");
+    o.beta1 = betas[0];
+    o.beta2 = betas[1];
+    o.eps = ctx.param_float("eps");
+    if (o.type == "Adagrad" && !ctx.params().contains("eps")) o.eps = 1e-10;
+    o.amsgrad = ctx.param_bool("amsgrad");
+    o.nesterov = ctx.param_bool("nesterov");
+    o.dampening = ctx.param_float("dampening");
+    o.alpha = ctx.param_float("alpha");
+    o.centered = ctx.param_bool("centered");
+    o.lr_decay = ctx.param_float("lr_decay");
+    auto handle = std::make_shared<train::OptimizerHandle>();
+    handle->type = o.type;
+    handle->options = o;
+    handle->model = model;
+    try {
+      handle->optimizer = train::make_optimizer(model->parameters(), o);
+    } catch (const std::invalid_argument& e) {
+      NodeContext::fail_param("type", e.what());
+    }
+    return ValueMap{{"optimizer", train::OptimizerPtr(handle)}};
+  });
+}
+
+void register_scheduler(NodeRegistry& r) {
+  graph::NodeDef d{"LRScheduler", "Training",
+                   "Create a learning-rate schedule for an optimizer. OneCycleLR and warmup step per optimizer "
+                   "update, the others per epoch.",
+                   {def::in("optimizer", DataType::kOptimizer, "Optimizer whose learning rate it sets")},
+                   {def::out("scheduler", DataType::kAny, "Configured LR scheduler")},
+                   {def::select("type", "StepLR", train::scheduler_types(), "Schedule"),
+                    def::integer("step_size", 10, "StepLR: epochs between decays", 1),
+                    def::number("gamma", 0.1, "Decay factor (StepLR, MultiStepLR, ExponentialLR; ReduceLROnPlateau's factor)", 0.0),
+                    def::integer("T_max", 50, "CosineAnnealingLR: epochs of one half cosine", 1),
+                    def::number("max_lr", 0.01, "OneCycleLR: peak learning rate", 0.0),
+                    def::integer("total_steps", 0, "OneCycleLR: updates in the cycle (0 = epochs x batches)", 0),
+                    def::advanced(def::text("milestones", "", "MultiStepLR: comma-separated epochs (empty = step_size x 1..4)")),
+                    def::advanced(def::number("eta_min", 0.0, "CosineAnnealingLR: minimum learning rate", 0.0)),
+                    def::advanced(def::number("pct_start", 0.3, "OneCycleLR: fraction of the cycle spent rising", 0.0, 1.0)),
+                    def::advanced(def::integer("patience", 10, "ReduceLROnPlateau: epochs without improvement", 0)),
+                    def::advanced(def::number("min_lr", 0.0, "ReduceLROnPlateau: lower bound", 0.0)),
+                    def::advanced(def::integer("warmup_steps", 0, "Linear warmup over this many updates (any type)", 0)),
+                    def::advanced(def::number("warmup_start_factor", 0.0, "Warmup starts at lr x this factor", 0.0, 1.0))}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto opt = ctx.input_as<train::OptimizerPtr>("optimizer");
+    train::SchedulerOptions o;
+    o.type = ctx.param_string("type");
+    o.step_size = ctx.param_int("step_size");
+    o.gamma = ctx.param_float("gamma");
+    o.factor = o.gamma;
+    o.t_max = ctx.param_int("T_max");
+    o.max_lr = ctx.param_float("max_lr");
+    o.total_steps = ctx.param_int("total_steps");
+    for (double m : parse_numbers(ctx.param_string("milestones"), "milestones")) o.milestones.push_back(static_cast<int64_t>(m));
+    if (o.milestones.empty())
+      for (int64_t i = 1; i <= 4; ++i) o.milestones.push_back(o.step_size * i);
+    o.eta_min = ctx.param_float("eta_min");
+    o.pct_start = ctx.param_float("pct_start");
+    o.patience = ctx.param_int("patience");
+    o.min_lr = ctx.param_float("min_lr");
+    o.warmup_steps = ctx.param_int("warmup_steps");
+    o.warmup_start_factor = ctx.param_float("warmup_start_factor");
+    if (o.type == "LinearWarmup" && o.warmup_steps == 0)
+      NodeContext::fail_param("warmup_steps", "LinearWarmup needs warmup_steps > 0");
+    return ValueMap{{"scheduler", std::make_shared<train::Scheduler>(*opt->optimizer, o)}};
+  });
+}
+
+void register_training_loop(NodeRegistry& r) {
+  graph::NodeDef d{
+      "TrainingLoop", "Training",
+      "Train a model: epochs of mini-batches with optional validation, early stopping, learning-rate schedule and "
+      "gradient clipping. Stop ends it between batches; the optimizer's state carries on.",
+      {def::in("model", DataType::kModel, "Model to train"),
+       def::in("dataloader", DataType::kDataLoader, "Training batches"),
+       def::in("optimizer", DataType::kOptimizer, "Optimizer (of this model's parameters)"),
+       def::in("loss_fn", DataType::kLossFn, "Loss function"),
+       def::in("val_dataloader", DataType::kDataLoader, "Validation batches", true),
+       def::in("lr_scheduler", DataType::kAny, "Learning-rate scheduler", true)},
+      {def::out("model", DataType::kModel, "Trained model (best if early stopping)"),
+       def::out("losses", DataType::kTensor, "Training loss per epoch"),
+       def::out("val_losses", DataType::kTensor, "Validation loss per epoch (empty without val_dataloader)"),
+       def::out("metrics", DataType::kAny, "Training metrics (final losses, best epoch, lr history, counters)")},
+      {def::integer("epochs", 5, "Passes over the training data", 1),
+       def::select("device", "auto", kDeviceOptions, "Where to train ('auto' follows the run's device)"),
+       def::integer("early_stopping_patience", 0, "Epochs without improvement before stopping (0 = off)", 0),
+       def::number("grad_clip_norm", 0.0, "Clip the global gradient norm (0 = off)", 0.0)}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    const auto& loader = ctx.input_as<train::DataLoaderPtr>("dataloader");
+    const auto& opt = ctx.input_as<train::OptimizerPtr>("optimizer");
+    const auto& loss = ctx.input_as<train::LossPtr>("loss_fn");
+    const train::DataLoaderPtr* val = ctx.input_if<train::DataLoaderPtr>("val_dataloader");
+    const train::SchedulerPtr* sched = ctx.input_if<train::SchedulerPtr>("lr_scheduler");
+    if (opt->model != model)
+      NodeContext::fail("input \"optimizer\"",
+                        "the optimizer was made for another model: connect the same model to the Optimizer's "
+                        "\"model\" input and to this TrainingLoop's \"model\" input");
+    train::TrainOptions o;
+    o.epochs = ctx.param_int("epochs");
+    o.early_stopping_patience = ctx.param_int("early_stopping_patience");
+    o.grad_clip_norm = ctx.param_float("grad_clip_norm");
+    o.device = node_device(ctx);
+    train::TrainHooks hooks;
+    hooks.progress = [&ctx](const nlohmann::json& e) { ctx.progress(e); };
+    hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
+    train::TrainResult res = train::train_model(*model, *loader, val ? val->get() : nullptr, *opt, *loss,
+                                                sched ? sched->get() : nullptr, o, hooks);
+    auto to_tensor = [](const std::vector<double>& v) {
+      return torch::tensor(std::vector<float>(v.begin(), v.end()), torch::kFloat);
+    };
+    return ValueMap{{"model", model},
+                    {"losses", to_tensor(res.losses)},
+                    {"val_losses", to_tensor(res.val_losses)},
+                    {"metrics", res.metrics}};
+  });
+}
+
+void register_evaluate(NodeRegistry& r) {
+  r.add({"EvaluateModel", "Training", "Measure a classification model's accuracy on a dataset.",
+         {def::in("model", DataType::kModel, "Trained model"), def::in("dataset", DataType::kDataset, "Labelled data")},
+         {def::out("accuracy", DataType::kScalar, "Fraction correct, in [0, 1]"),
+          def::out("correct", DataType::kScalar, "Correct predictions"),
+          def::out("total", DataType::kScalar, "Samples evaluated")},
+         {def::integer("batch_size", 256, "Samples per forward pass", 1),
+          def::select("device", "auto", kDeviceOptions, "Where to evaluate")}},
+        [](NodeContext& ctx) {
+          auto model = ctx.input_as<train::ModelPtr>("model");
+          const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
+          if (ds->num_classes == 0)
+            NodeContext::fail("input \"dataset\"", "accuracy needs class labels; this dataset has regression targets");
+          const c10::Device device = node_device(ctx);
+          train::DataLoaderOptions o;
+          o.batch_size = ctx.param_int("batch_size");
+          o.shuffle = false;
+          train::DataLoader loader(ds, o);
+          torch::NoGradGuard no_grad;
+          model->to(device);
+          model->eval();
+          torch::Tensor correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
+          const torch::Tensor order = loader.epoch_order(0);
+          for (int64_t b = 0; b < loader.num_batches(); ++b) {
+            ctx.cancel().throw_if_cancelled();
+            train::Batch batch = loader.batch(order, b);
+            auto pred = model->forward(batch.inputs.to(device)).argmax(1);
+            correct += (pred == batch.targets.to(device)).sum();
+          }
+          const double c = static_cast<double>(correct.item<int64_t>());
+          const double total = static_cast<double>(ds->size());
+          return ValueMap{{"accuracy", total > 0 ? c / total : 0.0}, {"correct", c}, {"total", total}};
+        });
+}
+
+}  // namespace
+
+void register_training_nodes(NodeRegistry& r) {
+  register_loss(r);
+  register_optimizer(r);
+  register_scheduler(r);
+  register_training_loop(r);
+  register_evaluate(r);
+}
+
+}  // namespace codefy

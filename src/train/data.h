@@ -1,0 +1,101 @@
+// Datasets and the data loader: in memory, reproducible order.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/types.h>  // torch::Tensor
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace codefy::train {
+
+/// An in-memory dataset: `inputs` [N, ...] (float32) and `targets` [N]
+/// (int64 class labels) or [N, k] (float32 regression targets).
+struct Dataset {
+  std::string name;
+  torch::Tensor inputs;
+  torch::Tensor targets;
+  /// Number of classes for classification, 0 for regression.
+  int64_t num_classes = 0;
+  /// Where it was read from (resolved path), empty for generated data.
+  std::string source;
+  int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+};
+using DatasetPtr = std::shared_ptr<const Dataset>;
+
+/// Reads an idx file (MNIST format), plain or gzip-compressed, as uint8
+/// [N, rows, cols] for images or [N] for labels. Throws std::runtime_error
+/// naming the path on a missing, truncated or foreign file.
+torch::Tensor read_idx_file(const std::filesystem::path& path);
+
+/// Folders searched for `<prefix>-images-idx3-ubyte[.gz]` of dataset `name`
+/// ("MNIST" or "FashionMNIST"): torchvision's `<data_dir>/<name>/raw/`, then
+/// `<data_dir>/<name>/`, `<data_dir>/`; with an empty data_dir, Debian's
+/// /usr/share/datasets location (fashion-mnist, mnist).
+std::vector<std::filesystem::path> mnist_search_dirs(const std::string& name, const std::filesystem::path& data_dir);
+
+/// Loads MNIST/FashionMNIST `train` or `test` split. Images float32
+/// [N,1,28,28] transformed as CodefyUI does, (x/255 - 0.5) / 0.5; labels int64.
+/// The error for missing files lists every place it looked.
+Dataset load_mnist(const std::string& name, bool train, const std::filesystem::path& data_dir);
+
+/// Options for load_csv.
+struct CsvOptions {
+  std::string target_column;            ///< name of the target column; empty = last column
+  std::vector<std::string> feature_columns;  ///< empty = every other numeric column
+  bool classification = true;           ///< int64 class targets (mapped from distinct values) or float regression
+};
+/// Reads a CSV file with a header row into a dataset.
+Dataset load_csv(const std::filesystem::path& path, const CsvOptions& options);
+
+/// Options for make_synthetic.
+struct SyntheticOptions {
+  std::string task = "classification";  ///< "classification" or "regression"
+  int64_t num_samples = 1000;
+  int64_t num_features = 2;
+  int64_t num_classes = 2;              ///< classification only
+  double noise = 0.1;
+  uint64_t seed = 0;
+};
+/// A generated dataset: Gaussian blobs per class, or a noisy linear target.
+/// The same options give the same tensors, bit for bit.
+Dataset make_synthetic(const SyntheticOptions& options);
+
+/// One mini-batch.
+struct Batch {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+};
+
+/// Options of a DataLoader.
+struct DataLoaderOptions {
+  int64_t batch_size = 32;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  bool drop_last = false;
+};
+
+/// Cuts a dataset into mini-batches. The order of epoch e depends only on
+/// (seed, e), so a resumed run sees the same batches as an uninterrupted one.
+class DataLoader {
+ public:
+  DataLoader(DatasetPtr dataset, DataLoaderOptions options);
+  const Dataset& dataset() const { return *dataset_; }
+  const DatasetPtr& dataset_ptr() const { return dataset_; }
+  const DataLoaderOptions& options() const { return options_; }
+  /// Batches per epoch (the short last one counts unless drop_last).
+  int64_t num_batches() const;
+  /// Sample indices of epoch `epoch` (int64 [N]); identity when not shuffling.
+  torch::Tensor epoch_order(int64_t epoch) const;
+  /// Batch `index` of an order returned by epoch_order.
+  Batch batch(const torch::Tensor& order, int64_t index) const;
+
+ private:
+  DatasetPtr dataset_;
+  DataLoaderOptions options_;
+};
+using DataLoaderPtr = std::shared_ptr<const DataLoader>;
+
+}  // namespace codefy::train

@@ -1,0 +1,28 @@
+// The model type that flows on MODEL ports.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <memory>
+#include <string>
+
+namespace codefy::train {
+
+/// A trainable model: a LibTorch module with one tensor in and one tensor out.
+/// Every node that makes a model (SequentialModel, ModelLoader...) returns one.
+class Model : public torch::nn::Module {
+ public:
+  using torch::nn::Module::Module;
+  /// Runs the model on a batch.
+  virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  /// One line per layer, for Print and error messages.
+  virtual std::string describe() const { return name(); }
+};
+
+using ModelPtr = std::shared_ptr<Model>;
+
+/// Number of trainable scalars.
+int64_t count_parameters(const torch::nn::Module& m);
+
+}  // namespace codefy::train

@@ -1,0 +1,207 @@
+#include "train/trainer.h"
+
+#include "engine/errors.h"
+#include "train/serialize.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <limits>
+#include <optional>
+
+namespace codefy::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::vector<torch::Tensor> trainable(Model& model) {
+  std::vector<torch::Tensor> v;
+  for (auto& p : model.parameters())
+    if (p.requires_grad()) v.push_back(p);
+  return v;
+}
+
+}  // namespace
+
+torch::Tensor grad_norm(const std::vector<torch::Tensor>& parameters) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : parameters)
+    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
+  if (norms.empty()) return torch::zeros({});
+  return torch::stack(norms).norm(2);
+}
+
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor total = grad_norm(parameters);
+  // As PyTorch 2.x does: a clamped coefficient tensor, so no host sync.
+  torch::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+  for (const auto& p : parameters)
+    if (p.grad().defined()) p.grad().mul_(coef.to(p.grad().device()).to(p.grad().scalar_type()));
+  return total;
+}
+
+double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const torch::Tensor order = data.epoch_order(0);
+  const int64_t n = data.num_batches();
+  torch::Tensor sum = torch::zeros({}, torch::TensorOptions().device(device));
+  for (int64_t b = 0; b < n; ++b) {
+    Batch batch = data.batch(order, b);
+    auto out = model.forward(batch.inputs.to(device));
+    sum += loss(out, batch.targets.to(device)).detach().to(torch::kFloat);
+  }
+  return n > 0 ? sum.item<double>() / static_cast<double>(n) : 0.0;
+}
+
+TrainResult train_model(Model& model, const DataLoader& train_data, const DataLoader* val_data,
+                        OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
+                        const TrainOptions& options, const TrainHooks& hooks) {
+  const c10::Device device = options.device;
+  model.to(device);
+  const auto params = trainable(model);
+  const int64_t batches = train_data.num_batches();
+  if (batches == 0) throw std::invalid_argument("the training data loader yields no batches");
+  auto emit = [&](const nlohmann::json& e) {
+    if (hooks.progress) hooks.progress(e);
+  };
+
+  if (scheduler) {
+    if (scheduler->options().type == "OneCycleLR" && scheduler->options().total_steps <= 0)
+      scheduler->set_total_steps(options.epochs * batches);
+    scheduler->begin();
+  }
+
+  nlohmann::json config = {
+      {"model_class", model.name()},
+      {"params", count_parameters(model)},
+      {"trainable", count_parameters(model)},
+      {"optimizer", optimizer.type},
+      {"lr", get_lr(*optimizer.optimizer)},
+      {"loss_fn", loss.type},
+      {"epochs", options.epochs},
+      {"device", device.str()},
+      {"batch_size", train_data.options().batch_size},
+      {"batches_per_epoch", batches},
+      {"samples", train_data.dataset().size()},
+      {"early_stopping", options.early_stopping_patience > 0},
+      {"patience", options.early_stopping_patience},
+      {"grad_clip_norm", options.grad_clip_norm > 0 ? nlohmann::json(options.grad_clip_norm) : nlohmann::json("disabled")},
+      {"has_validation", val_data != nullptr},
+      {"has_lr_scheduler", scheduler != nullptr},
+      {"precision", "fp32"},
+      {"accumulate_steps", 1},
+      {"effective_batch_size", train_data.options().batch_size},
+  };
+  emit({{"event", "config"}, {"config", config}});
+
+  TrainResult result;
+  std::vector<double> lr_history;
+  double best = std::numeric_limits<double>::infinity();
+  int64_t best_epoch = 0, patience_counter = 0, total_steps = 0, total_batches = 0, samples_seen = 0;
+  StateDict best_state;
+  bool stopped_early = false;
+  const auto t_start = Clock::now();
+  auto last_progress = Clock::now() - std::chrono::hours(1);
+
+  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    model.train();
+    const auto t_epoch = Clock::now();
+    const torch::Tensor order = train_data.epoch_order(epoch);
+    torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device));
+    for (int64_t b = 0; b < batches; ++b) {
+      if (hooks.should_stop && hooks.should_stop()) throw Cancelled();
+      Batch batch = train_data.batch(order, b);
+      torch::Tensor x = batch.inputs.to(device), y = batch.targets.to(device);
+      optimizer.optimizer->zero_grad();
+      torch::Tensor l = loss(model.forward(x), y);
+      l.backward();
+      if (options.grad_clip_norm > 0) clip_grad_norm(params, options.grad_clip_norm);
+      optimizer.optimizer->step();
+      if (scheduler && scheduler->steps_per_update()) scheduler->step_update();
+      loss_sum += l.detach().to(torch::kFloat);
+      ++total_steps;
+      ++total_batches;
+      samples_seen += x.size(0);
+      if (hooks.progress && seconds_since(last_progress) >= options.progress_interval_s) {
+        last_progress = Clock::now();
+        const double elapsed = seconds_since(t_epoch);
+        emit({{"event", "batch"},
+              {"epoch", epoch + 1},
+              {"total_epochs", options.epochs},
+              {"batch", b + 1},
+              {"total_batches", batches},
+              {"step", total_steps},
+              {"loss", l.item<double>()},  // one host sync per progress event, not per batch
+              {"lr", get_lr(*optimizer.optimizer)},
+              {"samples_per_s", elapsed > 0 ? static_cast<double>((b + 1) * train_data.options().batch_size) / elapsed : 0.0}});
+      }
+    }
+    const double epoch_loss = loss_sum.item<double>() / static_cast<double>(batches);
+    result.losses.push_back(epoch_loss);
+    lr_history.push_back(get_lr(*optimizer.optimizer));
+
+    std::optional<double> val_loss;
+    if (val_data) {
+      val_loss = evaluate_loss(model, *val_data, loss, device);
+      result.val_losses.push_back(*val_loss);
+    }
+    const double monitor = val_loss ? *val_loss : epoch_loss;
+    if (scheduler && scheduler->steps_per_epoch()) scheduler->step_epoch(monitor);
+
+    if (options.early_stopping_patience > 0) {
+      if (monitor < best) {
+        best = monitor;
+        best_epoch = epoch + 1;
+        patience_counter = 0;
+        best_state.clear();
+        for (auto& [k, v] : state_dict(model)) best_state.emplace_back(k, v.detach().clone());
+      } else {
+        ++patience_counter;
+      }
+    }
+
+    nlohmann::json e = {{"event", "epoch"},   {"epoch", epoch + 1},           {"total_epochs", options.epochs},
+                        {"loss", epoch_loss}, {"losses", result.losses},      {"lr", lr_history.back()},
+                        {"step", total_steps}, {"seconds", seconds_since(t_epoch)}};
+    if (val_loss) {
+      e["val_loss"] = *val_loss;
+      e["val_losses"] = result.val_losses;
+    }
+    if (options.early_stopping_patience > 0) {
+      e["patience_counter"] = patience_counter;
+      e["best_epoch"] = best_epoch;
+    }
+    emit(e);
+    if (options.early_stopping_patience > 0 && patience_counter >= options.early_stopping_patience) {
+      stopped_early = true;
+      break;
+    }
+  }
+  if (!best_state.empty()) load_state_dict(model, best_state);
+
+  const double seconds = seconds_since(t_start);
+  result.metrics = {
+      {"final_train_loss", result.losses.empty() ? 0.0 : result.losses.back()},
+      {"final_val_loss", result.val_losses.empty() ? nlohmann::json() : nlohmann::json(result.val_losses.back())},
+      {"best_epoch", options.early_stopping_patience > 0 ? best_epoch : static_cast<int64_t>(result.losses.size())},
+      {"total_epochs_run", result.losses.size()},
+      {"stopped_early", stopped_early},
+      {"lr_history", lr_history},
+      {"total_steps", total_steps},
+      {"total_batches", total_batches},
+      {"accumulate_steps", 1},
+      {"effective_batch_size", train_data.options().batch_size},
+      {"precision", "fp32"},
+      {"device", device.str()},
+      {"seconds", seconds},
+      {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen) / seconds : 0.0},
+  };
+  return result;
+}
+
+}  // namespace codefy::train

@@ -1,0 +1,64 @@
+// The training loop itself, free of graphs: what the TrainingLoop node runs.
+#pragma once
+
+#include "train/builders.h"
+#include "train/data.h"
+#include "train/model.h"
+#include "train/schedulers.h"
+
+#include <c10/core/Device.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace codefy::train {
+
+/// How to train.
+struct TrainOptions {
+  int64_t epochs = 5;
+  /// Stop when the monitored loss (validation, else training) has not improved
+  /// for this many epochs, and restore the best weights; 0 disables.
+  int64_t early_stopping_patience = 0;
+  /// Clip the global gradient L2 norm to this value at each update; 0 disables.
+  double grad_clip_norm = 0.0;
+  c10::Device device = c10::Device(c10::kCPU);
+  /// Minimum seconds between two "batch" progress events (each costs one host sync).
+  double progress_interval_s = 0.25;
+};
+
+/// Hooks into the run around the loop.
+struct TrainHooks {
+  /// Receives {"event": "config" | "batch" | "epoch", ...} (CodefyUI's progress frames).
+  std::function<void(const nlohmann::json&)> progress;
+  /// Polled before every batch; true ends training (throws codefy::Cancelled).
+  std::function<bool()> should_stop;
+};
+
+/// What training produced.
+struct TrainResult {
+  std::vector<double> losses;      ///< mean training loss per epoch
+  std::vector<double> val_losses;  ///< mean validation loss per epoch (empty without validation)
+  nlohmann::json metrics;          ///< CodefyUI's metrics dict, plus Codefy's counters
+};
+
+/// Trains `model` in place. The optimizer is used as given (its state lives
+/// on between runs); the scheduler steps per update or per epoch as its type
+/// says. Losses stay on the device and are read back once per epoch and at
+/// most once per progress event: there is no host sync per batch.
+TrainResult train_model(Model& model, const DataLoader& train_data, const DataLoader* val_data,
+                        OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
+                        const TrainOptions& options, const TrainHooks& hooks);
+
+/// Mean loss over a loader in eval mode without gradients (the validation pass).
+double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device);
+
+/// Global L2 norm of the gradients as a 0-dim tensor on their device (no host sync).
+torch::Tensor grad_norm(const std::vector<torch::Tensor>& parameters);
+
+/// Scales gradients so their global norm is at most `max_norm`; returns the
+/// norm before clipping (0-dim tensor, no host sync).
+torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+
+}  // namespace codefy::train

@@ -1,0 +1,91 @@
+// Helpers shared by the engine and integration tests.
+#pragma once
+
+#include "engine/executor.h"
+#include "graph/graph.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace codefy::testing {
+
+inline std::filesystem::path source_dir() { return CODEFY_SOURCE_DIR; }
+
+inline nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+/// A fresh temporary folder per test.
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("codefy_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+/// Sets `params[key] = value` on node `id` of a graph JSON.
+inline void set_param(nlohmann::json& g, const std::string& id, const std::string& key, const nlohmann::json& value) {
+  for (auto& n : g["nodes"])
+    if (n["id"] == id) {
+      n["data"]["params"][key] = value;
+      return;
+    }
+  ADD_FAILURE() << "no node " << id;
+}
+
+/// Records every event of a run.
+class Recorder : public Observer {
+ public:
+  void on_node_entry(const NodeRef& n) override { statuses.push_back(n.id + ":running"); }
+  void on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::json&) override {
+    statuses.push_back(n.id + ":" + to_string(s));
+  }
+  void on_progress(const NodeRef&, const nlohmann::json& e) override { progress.push_back(e); }
+  void on_warning(const NodeRef&, const std::string& m) override { warnings.push_back(m); }
+  void on_print(const NodeRef&, const std::string& t) override { prints.push_back(t); }
+  std::vector<std::string> statuses, warnings, prints;
+  std::vector<nlohmann::json> progress;
+};
+
+/// Runs a graph JSON in-process; base_dir is where its relative paths resolve.
+inline RunResult run_json(const nlohmann::json& g, uint64_t seed = 0, Observer* observer = nullptr,
+                          const std::filesystem::path& base_dir = {}, CancellationToken cancel = {}) {
+  graph::Graph graph = graph::graph_from_json(g, "test");
+  graph.base_dir = base_dir;
+  PreparedGraph p = prepare(graph, NodeRegistry::builtin());
+  RunSettings s;
+  s.seed = seed;
+  s.base_dir = base_dir;
+  s.observer = observer;
+  s.cancel = cancel;
+  return Executor(NodeRegistry::builtin()).run(p, s);
+}
+
+/// Result of running the codefy binary.
+struct Command {
+  int exit_code = -1;
+  std::string output;  ///< stdout and stderr together
+};
+
+inline Command run_codefy(const std::string& args) {
+  Command c;
+  const std::string cmd = std::string(CODEFY_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return c;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) c.output.append(buf, n);
+  int status = pclose(pipe);
+  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return c;
+}
+
+}  // namespace codefy::testing

@@ -1,0 +1,181 @@
+// The codefy binary end to end: bad graphs give specific messages and exit
+// codes (never a crash); examples run; nodes/devices print.
+#include "../engine/test_support.h"
+
+namespace codefy {
+namespace {
+
+using codefy::testing::run_codefy;
+using codefy::testing::temp_dir;
+
+std::string write_graph(const std::filesystem::path& dir, const std::string& name, const std::string& text) {
+  auto p = dir / (name + ".json");
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+struct BadGraph {
+  const char* name;
+  const char* text;     ///< the graph file's contents
+  int exit_code;        ///< 2 invalid graph, 3 runtime error
+  const char* expect1;  ///< fragments the message must contain (node id, parameter, problem)
+  const char* expect2;
+};
+
+// A valid skeleton: Start → SequentialModel; data from a ToyDataset. Cases vary one thing.
+#define HEAD R"({"name":"bad","nodes":[{"id":"s","type":"Start"},)"
+#define MLP R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"l\",\"type\":\"Linear\",\"params\":{\"in_features\":2,\"out_features\":2}},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"l\"},{\"source\":\"l\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}})"
+#define TRIG_M R"({"source":"s","target":"m","type":"trigger"})"
+#define TRAIN_NODES(loader_params, loop_params) \
+  R"({"id":"d","type":"ToyDataset","data":{"params":{"n_samples":64}}},)" \
+  R"({"id":"dl","type":"DataLoader","data":{"params":)" loader_params R"(}},)" \
+  R"({"id":"loss","type":"Loss"},{"id":"opt","type":"Optimizer"},)" \
+  R"({"id":"t","type":"TrainingLoop","data":{"params":)" loop_params R"(}})"
+#define TRAIN_EDGES \
+  R"({"source":"d","sourceHandle":"dataset","target":"dl","targetHandle":"dataset"},)" \
+  R"({"source":"m","sourceHandle":"model","target":"opt","targetHandle":"model"},)" \
+  R"({"source":"m","sourceHandle":"model","target":"t","targetHandle":"model"},)" \
+  R"({"source":"dl","sourceHandle":"dataloader","target":"t","targetHandle":"dataloader"},)" \
+  R"({"source":"opt","sourceHandle":"optimizer","target":"t","targetHandle":"optimizer"},)" \
+  R"({"source":"loss","sourceHandle":"loss_fn","target":"t","targetHandle":"loss_fn"})"
+#define OK_GRAPH(loader_params, loop_params) \
+  HEAD MLP "," TRAIN_NODES(loader_params, loop_params) R"(],"edges":[)" TRIG_M "," TRAIN_EDGES "]}"
+
+const BadGraph kBadGraphs[] = {
+    {"malformed_json", R"({"name":"bad","nodes":[)", 2, "not valid JSON", "bad_malformed_json.json"},
+    {"not_an_object", "[1,2,3]", 2, "must be a JSON object", ""},
+    {"nodes_not_array", R"({"name":"bad","nodes":{}})", 2, "\"nodes\" must be an array", ""},
+    {"node_without_type", R"({"name":"bad","nodes":[{"id":"x"}]})", 2, "(id x) has no \"type\"", ""},
+    {"duplicate_ids", R"({"name":"bad","nodes":[{"id":"x","type":"Start"},{"id":"x","type":"Start"}]})", 2,
+     "two nodes have the id \"x\"", ""},
+    {"no_start", R"({"name":"bad","nodes":[{"id":"d","type":"ToyDataset"}],"edges":[]})", 2, "no Start node", ""},
+    {"unknown_node_type", HEAD R"({"id":"w","type":"Wizard"}],"edges":[{"source":"s","target":"w","type":"trigger"}]})", 2,
+     "node w (Wizard)", "unknown node type \"Wizard\""},
+    {"edge_to_missing_node", HEAD MLP R"(],"edges":[)" TRIG_M R"(,{"id":"e7","source":"m","sourceHandle":"model","target":"ghost","targetHandle":"x"}]})",
+     2, "edge e7", "target node \"ghost\" does not exist"},
+    {"type_mismatch", HEAD MLP "," R"({"id":"dl","type":"DataLoader"}],"edges":[)" TRIG_M
+     R"(,{"id":"e1","source":"m","sourceHandle":"model","target":"dl","targetHandle":"dataset"}]})",
+     2, "node dl (DataLoader), input \"dataset\"", "type mismatch: DATASET expected"},
+    {"missing_required_input", HEAD MLP "," R"({"id":"opt","type":"Optimizer"},{"id":"t","type":"TrainingLoop"}],"edges":[)" TRIG_M
+     R"(,{"source":"m","sourceHandle":"model","target":"t","targetHandle":"model"}]})",
+     2, "node t (TrainingLoop), input \"dataloader\"", "required input is not connected"},
+    {"param_wrong_type", OK_GRAPH(R"({"batch_size":"big"})", "{}"), 2, "node dl (DataLoader), param \"batch_size\"",
+     "expected an integer, got \"big\""},
+    {"param_below_min", OK_GRAPH(R"({"batch_size":0})", "{}"), 2, "node dl (DataLoader), param \"batch_size\"",
+     "below the minimum 1"},
+    {"param_not_an_option", OK_GRAPH("{}", R"({"device":"tpu"})"), 2, "node t (TrainingLoop), param \"device\"",
+     "\"tpu\" is not one of the options"},
+    {"bool_param_as_string", OK_GRAPH(R"({"shuffle":"true"})", "{}"), 2, "node dl (DataLoader), param \"shuffle\"",
+     "expected true or false"},
+    {"float_param_as_string", OK_GRAPH("{}", R"({"grad_clip_norm":"1.0"})"), 2,
+     "node t (TrainingLoop), param \"grad_clip_norm\"", "expected a number"},
+    {"epochs_zero", OK_GRAPH("{}", R"({"epochs":0})"), 2, "node t (TrainingLoop), param \"epochs\"", "below the minimum 1"},
+    {"cycle", HEAD R"({"id":"p1","type":"Print"},{"id":"p2","type":"Print"}],"edges":[{"source":"s","target":"p1","type":"trigger"},)"
+     R"({"source":"p1","sourceHandle":"value","target":"p2","targetHandle":"value"},{"source":"p2","sourceHandle":"value","target":"p1","targetHandle":"value"}]})",
+     2, "node p1 (Print)", "part of a cycle"},
+    {"bad_layer_spec", HEAD R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"l\",\"type\":\"Linear\",\"params\":{\"out_features\":2}},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"l\"},{\"source\":\"l\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}}],"edges":[)" TRIG_M "]}",
+     3, "node m (SequentialModel), param \"layers\"", "in_features"},
+    {"unknown_layer_type", HEAD R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"z\",\"type\":\"Teleport\"},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"z\"},{\"source\":\"z\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}}],"edges":[)" TRIG_M "]}",
+     3, "node m (SequentialModel), param \"layers\"", "Teleport"},
+    {"missing_csv_file", HEAD R"({"id":"c","type":"CSVDataset","data":{"params":{"path":"nowhere.csv"}}}],"edges":[{"source":"s","target":"c","type":"trigger"}]})",
+     3, "node c (CSVDataset), param \"path\"", "nowhere.csv"},
+    {"missing_mnist_files", HEAD R"({"id":"c","type":"Dataset","data":{"params":{"name":"MNIST","data_dir":"no-such-dir"}}}],"edges":[{"source":"s","target":"c","type":"trigger"}]})",
+     3, "node c (Dataset), param \"data_dir\"", "no-such-dir"},
+    {"missing_weights_file", HEAD MLP R"(,{"id":"ld","type":"ModelLoader","data":{"params":{"path":"none.pt"}}}],"edges":[)" TRIG_M
+     R"(,{"source":"m","sourceHandle":"model","target":"ld","targetHandle":"model"}]})",
+     3, "node ld (ModelLoader), param \"path\"", "none.pt"},
+    {"shape_mismatch_at_runtime", HEAD MLP "," R"({"id":"d","type":"ToyDataset","data":{"params":{"n_samples":64,"n_features":3}}},)"
+     R"({"id":"dl","type":"DataLoader"},{"id":"loss","type":"Loss"},{"id":"opt","type":"Optimizer"},{"id":"t","type":"TrainingLoop"}],"edges":[)"
+     TRIG_M "," TRAIN_EDGES "]}",
+     3, "node t (TrainingLoop)", "mat1 and mat2 shapes cannot be multiplied"},
+};
+
+class BadGraphCli : public ::testing::TestWithParam<BadGraph> {};
+
+TEST_P(BadGraphCli, SpecificMessageAndExitCode) {
+  const BadGraph& c = GetParam();
+  const auto dir = temp_dir("cli");
+  const auto path = write_graph(dir, std::string("bad_") + c.name, c.text);
+  const auto before = std::filesystem::last_write_time(path);
+  auto r = run_codefy("run " + path + " --threads 1");
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.output;
+  EXPECT_NE(r.output.find(c.expect1), std::string::npos) << "missing \"" << c.expect1 << "\" in:\n" << r.output;
+  EXPECT_NE(r.output.find(c.expect2), std::string::npos) << "missing \"" << c.expect2 << "\" in:\n" << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << r.output;
+  // The graph file is left as it was.
+  EXPECT_EQ(std::filesystem::last_write_time(path), before);
+  if (c.exit_code == 2) {
+    auto v = run_codefy("validate " + path);
+    EXPECT_EQ(v.exit_code, 2) << v.output;
+    EXPECT_NE(v.output.find(c.expect2), std::string::npos) << v.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BadGraphCli, ::testing::ValuesIn(kBadGraphs),
+                         [](const ::testing::TestParamInfo<BadGraph>& info) { return std::string(info.param.name); });
+
+TEST(Cli, MissingOutputPortIsNamed) {
+  const auto dir = temp_dir("cli_port");
+  const auto path = write_graph(dir, "g",
+                                HEAD MLP R"(,{"id":"p","type":"Print"}],"edges":[)" TRIG_M
+                                R"(,{"id":"e5","source":"m","sourceHandle":"weights","target":"p","targetHandle":"value"}]})");
+  auto r = run_codefy("validate " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("node m (SequentialModel), output \"weights\""), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunJsonPrintsOneEventPerLine) {
+  const auto dir = temp_dir("cli_json");
+  const auto path = write_graph(dir, "ok", OK_GRAPH("{}", R"({"epochs":2})"));
+  auto r = run_codefy("run " + path + " --json --seed 3 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string line, last_event;
+  int n = 0, epochs = 0;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line);  // every line is JSON
+    last_event = j["event"];
+    if (j["event"] == "progress" && j["data"]["event"] == "epoch") ++epochs;
+    ++n;
+  }
+  EXPECT_EQ(epochs, 2);
+  EXPECT_EQ(last_event, "execution_complete");
+}
+
+TEST(Cli, ToyExampleRunsAndPrintsMetrics) {
+  auto r = run_codefy("run " + (codefy::testing::source_dir() / "examples/toy-mlp/graph.json").string() +
+                      " --out " + temp_dir("cli_toy").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[validation accuracy]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("final_train_loss"), std::string::npos) << r.output;
+}
+
+TEST(Cli, NodesJsonHasCodefyUIShape) {
+  auto r = run_codefy("nodes --json");
+  ASSERT_EQ(r.exit_code, 0);
+  auto j = nlohmann::json::parse(r.output);
+  bool found = false;
+  for (const auto& n : j) {
+    ASSERT_TRUE(n.contains("node_name") && n.contains("category") && n.contains("inputs") && n.contains("params"));
+    if (n["node_name"] == "TrainingLoop") {
+      found = true;
+      EXPECT_EQ(n["inputs"][0]["name"], "model");
+      EXPECT_EQ(n["inputs"][0]["data_type"], "MODEL");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Cli, DevicesReportsBlasAndThreads) {
+  auto r = run_codefy("devices --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  EXPECT_GE(j["threads"].get<int>(), 1);
+  EXPECT_FALSE(j["blas"]["name"].get<std::string>().empty());
+  EXPECT_EQ(j["devices"][0]["label"], "CPU");
+  auto one = nlohmann::json::parse(run_codefy("devices --json").output);
+  EXPECT_EQ(one["threads"], j["threads"]);
+}
+
+}  // namespace
+}  // namespace codefy
