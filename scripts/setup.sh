@@ -12,6 +12,7 @@ packages=(
   libboost1.81-dev        # Boost.Beast/Asio for the server (header-only)
   libgtest-dev            # unit tests
   libpng-dev zlib1g-dev   # Visualize's PNG output; .gz idx files
+  libplplot-dev plplot-driver-cairo  # Visualize's plots: PLplot draws axes, text and data; its memcairo driver renders in memory
   dataset-fashion-mnist   # the Fashion-MNIST idx files for the main example
 )
 

@@ -1,10 +1,12 @@
 // codefy: train a graph.json, check it, list nodes and devices.
 #include "cli/commands.h"
+#include "device/runtime.h"
 
 #include <CLI/CLI.hpp>
 
 int main(int argc, char** argv) {
   using namespace codefy::cli;
+  codefy::device::tune_allocator();
   install_signal_handling();
 
   CLI::App app{"Codefy: visual, node-based deep-learning training on LibTorch"};

@@ -6,13 +6,25 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <malloc.h>
 #include <sched.h>
 
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 namespace codefy::device {
+
+bool tune_allocator() {
+  if (const char* env = std::getenv("CODEFY_MALLOC_TUNING"); env && std::string(env) == "0") return false;
+  // 32 MiB is glibc's largest mmap threshold on 64-bit; trim and top pad keep
+  // freed memory in the heap for the next batch instead of returning it.
+  bool ok = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1;
+  ok = mallopt(M_TRIM_THRESHOLD, 256 << 20) == 1 && ok;
+  ok = mallopt(M_TOP_PAD, 64 << 20) == 1 && ok;
+  return ok;
+}
 
 int usable_cpus() {
   cpu_set_t set;

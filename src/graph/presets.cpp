@@ -14,8 +14,10 @@ std::string internal_id(const std::string& preset_node, const std::string& inter
   return preset_node + "__" + internal;  // CodefyUI's spelling
 }
 
-const json* find_exposed(const json& list, const std::string& name) {
-  if (!list.is_array()) return nullptr;
+const json* find_exposed(const json& def, const char* key, const std::string& name) {
+  auto it = def.find(key);
+  if (it == def.end() || !it->is_array()) return nullptr;
+  const json& list = *it;
   for (const auto& e : list)
     if (e.value("name", "") == name) return &e;
   return nullptr;
@@ -97,13 +99,13 @@ Graph expand_presets(const Graph& g) {
     }
     EdgeSpec r = e;
     if (ts != expanded.end()) {
-      if (const json* x = find_exposed(ts->second->value("exposed_inputs", json::array()), e.target_handle)) {
+      if (const json* x = find_exposed(*ts->second, "exposed_inputs", e.target_handle)) {
         r.target = internal_id(e.target, x->value("internal_node", ""));
         r.target_handle = x->value("internal_port", "");
       }
     }
     if (ss != expanded.end()) {
-      if (const json* x = find_exposed(ss->second->value("exposed_outputs", json::array()), e.source_handle)) {
+      if (const json* x = find_exposed(*ss->second, "exposed_outputs", e.source_handle)) {
         r.source = internal_id(e.source, x->value("internal_node", ""));
         r.source_handle = x->value("internal_port", "");
       }

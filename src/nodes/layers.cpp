@@ -969,7 +969,9 @@ class GraphModel : public train::Model {
         for (size_t i : step.inputs) shapes += (shapes.empty() ? "" : ", ") + shape_of(values[i]);
         std::string message = e.msg();
         while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) message.pop_back();
-        throw LayerSpecError(step.id, step.type, "", "failed on input of shape " + shapes + ": " + message);
+        throw LayerSpecError(step.id, step.type, "",
+                             (step.inputs.size() == 1 ? "failed on input of shape " : "failed on inputs of shapes ") +
+                                 shapes + ": " + message);
       }
     }
     return values[output_slot_];
@@ -1178,7 +1180,7 @@ train::ModelPtr build_sequential_model(const nlohmann::json& spec_in) {
   }
   for (const auto& [list, type] : {std::pair{&inputs, "Input"}, std::pair{&outputs, "Output"}}) {
     if (list->empty())
-      throw LayerSpecError("", type, "",
+      throw LayerSpecError("", "", "",
                            std::string("the graph has no ") + type + " node; it needs exactly one, connected " +
                                (std::string(type) == "Input" ? "to the first layer" : "from the last layer"));
     if (list->size() > 1)
@@ -1287,7 +1289,8 @@ train::ModelPtr build_sequential_model(const nlohmann::json& spec_in) {
     }
   }
   if (input_uses == 0)
-    throw LayerSpecError(in_node.id, "Input", "", "Input port '" + in_node.ports[0].name + "' is unused");
+    throw LayerSpecError(in_node.id, "Input", "",
+                         "Input port '" + in_node.ports[0].name + "' is unused; connect it to the first layer");
   if (!output_source)
     throw LayerSpecError(
         out_node.id, "Output", "",
@@ -1309,7 +1312,8 @@ train::ModelPtr build_sequential_model(const nlohmann::json& spec_in) {
                                           [&](const MergeDef& d) { return step.type == d.type; });
       if (step.inputs.size() < def.min_inputs || step.inputs.size() > def.max_inputs)
         throw LayerSpecError(step.id, step.type, "",
-                             "has " + std::to_string(step.inputs.size()) + " inputs but needs " +
+                             "has " + std::to_string(step.inputs.size()) +
+                                 (step.inputs.size() == 1 ? " input" : " inputs") + " but needs " +
                                  (def.min_inputs == def.max_inputs ? "exactly " + std::to_string(def.min_inputs)
                                                                    : "at least " + std::to_string(def.min_inputs)));
       std::string extra = step.description;

@@ -116,6 +116,9 @@ class PlplotStream {
     plgstrm(&previous_);
     plmkstrm(&stream_);
     if (stream_ < 0) throw std::runtime_error("PLplot has no free stream");
+    // With an error buffer PLplot stops printing aborted operations to stderr; the
+    // abort handler above still collects every message.
+    plsError(&error_code_, error_message_);
     plsdev("memcairo");
     // memcairo starts from the buffer's current pixels, so pixels blitted into the
     // canvas beforehand (images) stay under what PLplot draws.
@@ -154,6 +157,8 @@ class PlplotStream {
   PLINT previous_ = 0;
   PLINT stream_ = -1;
   bool open_ = false;
+  PLINT error_code_ = 0;
+  char error_message_[1024] = {};  // plsError's buffer: PLplot copies at most 160 bytes
 };
 
 // ---------------------------------------------------------------------------
@@ -172,10 +177,13 @@ std::string plplot_text(const std::string& text) {
 }
 
 /// Text height in pixels: about matplotlib's 10 pt at 640x480, scaled with the
-/// canvas but kept readable on small ones and modest on large ones.
+/// canvas but kept readable on small ones and modest on large ones. On tiny
+/// canvases it shrinks further so plvsta's margins (8 + 5 text heights across,
+/// 5 + 5 down) leave room for the plot: PLplot refuses a viewport that does not fit.
 double text_height_px(const Canvas& canvas) {
   const double scale = std::min(canvas.width / 640.0, canvas.height / 480.0);
-  return std::clamp(11.0 * scale, 8.0, 22.0);
+  const double fits = std::min(0.6 * canvas.width / 13.0, 0.6 * canvas.height / 10.0);
+  return std::min(std::clamp(11.0 * scale, 8.0, 22.0), fits);
 }
 
 struct Range {

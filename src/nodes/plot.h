@@ -16,9 +16,12 @@ struct PlotRequest {
   int64_t bins = 30;           ///< histogram
 };
 
-/// Renders `data` (any shape; flattened for line/histogram, last two dims for
-/// heatmap, [H,W], [1,H,W] or [3,H,W] for image) to PNG bytes. Throws
-/// std::invalid_argument for data the kind cannot show.
+/// Renders `data` to PNG bytes of request.width x request.height, drawn with
+/// PLplot. line/histogram flatten any shape (non-finite values are skipped);
+/// heatmap folds 1-D into a square and reshapes >2-D to (-1, last); image takes
+/// [H,W], [C,H,W], [H,W,C] (C 1, 3 or 4) or [N,C,H,W] tiled into a grid. Throws
+/// std::invalid_argument for an empty tensor, a bad request or data the kind
+/// cannot show, and std::runtime_error when PLplot itself fails. Thread-safe.
 std::string render_png(const torch::Tensor& data, const PlotRequest& request);
 
 /// Standard base64 (RFC 4648) of bytes.

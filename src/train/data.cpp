@@ -123,14 +123,18 @@ std::string split_prefix(bool train) { return train ? "train" : "t10k"; }
 
 /// The existing file among `<dir>/<base>` and `<dir>/<base>.gz` (plain first:
 /// torchvision keeps both after extracting, and plain reads faster).
+/// Every candidate goes into `looked_at` (marked when it exists), so the
+/// error for an incomplete folder shows what was there and what was not.
 std::optional<fs::path> find_variant(const fs::path& dir, const std::string& base,
-                                     std::vector<fs::path>& looked_at) {
+                                     std::vector<std::string>& looked_at) {
+  std::optional<fs::path> found;
   for (const fs::path& candidate : {dir / base, dir / (base + ".gz")}) {
-    looked_at.push_back(candidate);
     std::error_code ec;
-    if (fs::is_regular_file(candidate, ec)) return candidate;
+    const bool exists = fs::is_regular_file(candidate, ec);
+    looked_at.push_back(candidate.string() + (exists ? " (found)" : ""));
+    if (exists && !found) found = candidate;
   }
-  return std::nullopt;
+  return found;
 }
 
 // ---------------------------------------------------------------------------
@@ -311,7 +315,7 @@ Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir
   const std::string prefix = split_prefix(train);
   const std::string images_base = prefix + "-images-idx3-ubyte";
   const std::string labels_base = prefix + "-labels-idx1-ubyte";
-  std::vector<fs::path> looked_at;
+  std::vector<std::string> looked_at;
   for (const fs::path& dir : mnist_search_dirs(name, data_dir)) {
     auto images_path = find_variant(dir, images_base, looked_at);
     auto labels_path = find_variant(dir, labels_base, looked_at);
@@ -342,7 +346,7 @@ Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir
     return ds;
   }
   std::string msg = name + " " + (train ? "train" : "test") + " split not found. Looked for:\n";
-  for (const fs::path& p : looked_at) msg += "  " + p.string() + "\n";
+  for (const std::string& p : looked_at) msg += "  " + p + "\n";
   msg += "Codefy never downloads datasets: put the four idx files (optionally .gz) in one of these places";
   if (data_dir.empty()) {
     msg += name == "FashionMNIST" ? " (on Debian: apt install dataset-fashion-mnist)" : "";

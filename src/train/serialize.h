@@ -23,7 +23,9 @@ StateDict state_dict(const torch::nn::Module& module);
 void load_state_dict(torch::nn::Module& module, const StateDict& dict);
 
 /// Saves by extension: ".safetensors" → safetensors, anything else → a
-/// PyTorch pickle of a str→Tensor dict (torch.load reads it). Atomic.
+/// PyTorch pickle of a str→Tensor dict (torch.load reads it). Atomic: a temp
+/// file in the same folder renamed over `path`; on failure the old file stays.
+/// Creates missing parent folders.
 void save_weights(const std::filesystem::path& path, const StateDict& dict);
 
 /// Loads either format (by content, not extension). Throws std::runtime_error

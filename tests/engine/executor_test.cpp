@@ -49,7 +49,9 @@ TEST(Executor, ToyExampleLearns) {
   EXPECT_EQ(epochs, metrics["total_epochs_run"].get<int>());
   // StepLR(10, 0.5) stepped per epoch: epoch 11's lr is half of epoch 10's.
   const auto lrs = metrics["lr_history"].get<std::vector<double>>();
-  if (lrs.size() > 10) EXPECT_DOUBLE_EQ(lrs[10], lrs[9] * 0.5);
+  if (lrs.size() > 10) {
+    EXPECT_DOUBLE_EQ(lrs[10], lrs[9] * 0.5);
+  }
   ASSERT_EQ(rec.prints.size(), 1u);
   EXPECT_EQ(rec.prints[0].rfind("[validation accuracy] ", 0), 0u);
 }

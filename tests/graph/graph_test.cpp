@@ -160,6 +160,8 @@ struct BadCase {
   const char* message;
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
 class Validation : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(Validation, ReportsTheSpecificProblem) {

@@ -90,6 +90,8 @@ const BadGraph kBadGraphs[] = {
      3, "node t (TrainingLoop)", "mat1 and mat2 shapes cannot be multiplied"},
 };
 
+void PrintTo(const BadGraph& c, std::ostream* os) { *os << c.name; }
+
 class BadGraphCli : public ::testing::TestWithParam<BadGraph> {};
 
 TEST_P(BadGraphCli, SpecificMessageAndExitCode) {

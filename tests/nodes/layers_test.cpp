@@ -582,6 +582,24 @@ TEST(Layers, StateDictNamesFollowPyTorch) {
   EXPECT_TRUE(names_of("ReLU", json::object()).empty());
 }
 
+TEST(Layers, DescribeShowsEachLayersOptions) {
+  auto line = [](const std::string& type, const json& params) {
+    return build_sequential_model(single_layer(type, params))->describe();
+  };
+  EXPECT_EQ(line("LSTM", {{"input_size", 3}, {"hidden_size", 4}, {"batch_first", true}})
+                .rfind("l: LSTM(input_size=3, hidden_size=4, num_layers=1, bias=true, batch_first=true", 0),
+            0u);
+  EXPECT_EQ(line("TransformerEncoder", {{"d_model", 8}, {"nhead", 2}}),
+            "l: TransformerEncoder(d_model=8, nhead=2, num_layers=1, dim_feedforward=2048, dropout=0.1, "
+            "activation=relu, batch_first=true)");
+  EXPECT_EQ(line("MultiHeadAttention", {{"embed_dim", 8}, {"num_heads", 2}}),
+            "l: MultiHeadAttention(embed_dim=8, num_heads=2, dropout=0, batch_first=true)");
+  EXPECT_EQ(line("Reshape", {{"shape", "64,7,7"}}), "l: Reshape(shape=[64, 7, 7])");
+  EXPECT_EQ(line("SelectIndex", {{"index", -1}}), "l: SelectIndex(dim=1, index=-1)");
+  EXPECT_EQ(line("Hardswish", json::object()), "l: Hardswish()");
+  EXPECT_EQ(line("AdaptiveAvgPool2d", {{"output_size", {2, nullptr}}}), "l: AdaptiveAvgPool2d(output_size=[2, None])");
+}
+
 TEST(Layers, TrainAndEvalReachTheLayers) {
   auto model = build_sequential_model(single_layer("Dropout", {{"p", 0.9}}));
   const Tensor x = torch::ones({1000});
@@ -771,11 +789,25 @@ TEST(LayerErrors, PortsAndHandles) {
 
 TEST(LayerErrors, ForwardFailureNamesTheLayer) {
   auto model = build_sequential_model(json(kDefaultLayers));
-  expect_spec_error(
-      [&] {
-        model->forward(torch::randn({2, 1, 32, 32}));
-      },
-      "l1", "", "failed on input of shape [2, 4096]");
+  const auto run = [&] { model->forward(torch::randn({2, 1, 32, 32})); };
+  expect_spec_error(run, "l1", "", "failed on input of shape [2, 4096]");
+}
+
+TEST(LayerErrors, ForwardFailureOfAMergeShowsEveryInputShape) {
+  const json spec = Spec()
+                        .layer("a", "Linear", {{"in_features", 4}, {"out_features", 3}})
+                        .layer("b", "Linear", {{"in_features", 4}, {"out_features", 5}})
+                        .layer("s", "Stack")
+                        .edge("in", "a")
+                        .edge("in", "b")
+                        .edge("a", "s")
+                        .edge("b", "s")
+                        .edge("s", "out")
+                        .build();
+  auto model = build_sequential_model(spec);
+  const auto run = [&] { model->forward(torch::randn({2, 4})); };
+  expect_spec_error(run, "s", "",
+                    "failed on inputs of shapes [2, 3], [2, 5]: stack expects each tensor to be equal size");
 }
 
 }  // namespace

@@ -149,6 +149,7 @@ TEST(RenderPng, LargeHeatmapIsSubsampledQuickly) {
   const auto start = std::chrono::steady_clock::now();
   const auto png = render_png(torch::rand({2000, 1500}), request("heatmap", "2000 x 1500"));
   expect_valid_png(png, 640, 480);
+  keep("heatmap_large", png);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
@@ -262,7 +263,7 @@ TEST(RenderPng, NonFiniteValuesDoNotCrash) {
     const auto data = kind == "image" ? mixed.reshape({3, 3}) : mixed;
     const auto png = render_png(data, request(kind, kind + " with NaN/inf"));
     expect_valid_png(png, 640, 480);
-    if (kind == "line") keep("line_nonfinite", png);
+    keep(kind + "_nonfinite", png);
     expect_valid_png(render_png(kind == "image" ? all_bad.reshape({2, 2}) : all_bad, request(kind)), 640, 480);
   }
 }
@@ -276,11 +277,19 @@ TEST(RenderPng, DegenerateDataStillRenders) {
   }
   expect_valid_png(render_png(torch::tensor(3.5), request("line")), 640, 480);
   expect_valid_png(render_png(torch::tensor({true, false, true}), request("histogram")), 640, 480);
-  expect_valid_png(render_png(torch::arange(100, torch::kLong), request("line", "", 64, 48)), 64, 48);
+  const auto tiny = render_png(torch::arange(100, torch::kLong), request("line", "tiny", 64, 48));
+  expect_valid_png(tiny, 64, 48);
+  keep("line_tiny", tiny);
+  const auto small = render_png(torch::rand({5, 7}), request("heatmap", "small", 240, 180));
+  expect_valid_png(small, 240, 180);
+  keep("heatmap_small", small);
 }
 
 TEST(RenderPng, TitleWithPlplotEscapesAndMarkup) {
-  expect_valid_png(render_png(torch::ones({3}), request("line", "#1 <b>bold?</b> & 50% \"q\" ü")), 640, 480);
+  // '#' is PLplot's escape character and <, & are Pango markup: all must show as typed.
+  const auto png = render_png(torch::ones({3}), request("line", "#1 <b>bold?</b> & 50% \"q\" ü"));
+  expect_valid_png(png, 640, 480);
+  keep("line_title_escapes", png);
 }
 
 TEST(RenderPng, EmptyTensorThrows) {

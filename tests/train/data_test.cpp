@@ -223,15 +223,18 @@ TEST(Mnist, CountMismatchIsAnError) {
 TEST(Mnist, MissingFilesListEveryPlace) {
   TempDir tmp;
   // Images without labels: still not a usable location.
-  write_fake_mnist(tmp.path() / "FashionMNIST" / "raw", "train", 2, false);
-  fs::remove(tmp.path() / "FashionMNIST" / "raw" / "train-labels-idx1-ubyte");
+  const fs::path raw = tmp.path() / "FashionMNIST" / "raw";
+  write_fake_mnist(raw, "train", 2, false);
+  fs::remove(raw / "train-labels-idx1-ubyte");
   std::vector<std::string> expected = {"never downloads"};
   for (const fs::path& dir : mnist_search_dirs("FashionMNIST", tmp.path())) {
     for (const char* file : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"}) {
-      expected.push_back((dir / file).string() + "\n");
+      expected.push_back((dir / file).string());
       expected.push_back((dir / file).string() + ".gz");
     }
   }
+  expected.push_back((raw / "train-images-idx3-ubyte").string() + " (found)\n");
+  expected.push_back((raw / "train-labels-idx1-ubyte").string() + "\n");
   expect_error<std::runtime_error>([&] { load_mnist("FashionMNIST", true, tmp.path()); }, expected);
 }
 

@@ -1,6 +1,7 @@
 // Tests of state_dict handling and weight files (.pt pickles, .safetensors).
 #include "train/serialize.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/serialize.h>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -377,4 +379,73 @@ TEST(Weights, LoadsPythonTorchSave) {
   load_state_dict(*layer, linear);
   EXPECT_NEAR(layer->weight[0][1].item<float>(), 0.3097f, 1e-4);
   EXPECT_NEAR(layer->bias[1].item<float>(), 0.4578f, 1e-4);
+}
+
+// Every single-byte corruption of the pickle inside a valid zip (so the zip's
+// CRC does not catch it) must load or fail with a runtime_error, never crash.
+TEST(Weights, CorruptPicklesNeverCrash) {
+  TempDir tmp;
+  const std::string original = read_file(fs::path(CODEFY_SOURCE_DIR) / "tests/fixtures/python_linear_state_dict.pt");
+  std::istringstream in(original);
+  caffe2::serialize::PyTorchStreamReader reader(&in);
+  auto [pkl_data, pkl_size] = reader.getRecord("data.pkl");
+  const std::string pkl(static_cast<const char*>(pkl_data.get()), pkl_size);
+  const fs::path path = tmp.path() / "fuzz.pt";
+  int loaded = 0;
+  for (size_t pos = 0; pos < pkl.size(); ++pos) {
+    for (int delta : {1, 0x80}) {
+      std::string mutated = pkl;
+      mutated[pos] = static_cast<char>(mutated[pos] + delta);
+      std::string zip;
+      caffe2::serialize::PyTorchStreamWriter writer([&zip](const void* buf, size_t size) {
+        zip.append(static_cast<const char*>(buf), size);
+        return size;
+      });
+      for (const std::string& name : reader.getAllRecords()) {
+        if (name == "version") continue;
+        if (name == "data.pkl") {
+          writer.writeRecord(name, mutated.data(), mutated.size());
+        } else {
+          auto [data, size] = reader.getRecord(name);
+          writer.writeRecord(name, data.get(), size);
+        }
+      }
+      writer.writeEndOfFile();
+      write_file(path, zip);
+      try {
+        load_weights(path);
+        ++loaded;
+      } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+      } catch (...) {
+        ADD_FAILURE() << "not a runtime_error at byte " << pos;
+      }
+    }
+  }
+  EXPECT_GT(loaded, 0);  // some bytes (e.g. within names) are harmless
+}
+
+TEST(Weights, CorruptSafetensorsNeverCrash) {
+  TempDir tmp;
+  const std::string original = encode_safetensors(mixed_dict());
+  const fs::path path = tmp.path() / "fuzz.safetensors";
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(original[i])} << (8 * i);
+  for (size_t pos = 0; pos < 8 + n; ++pos) {
+    std::string mutated = original;
+    mutated[pos] = static_cast<char>(mutated[pos] ^ 0x11);
+    write_file(path, mutated);
+    try {
+      load_weights(path);
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+    } catch (...) {
+      ADD_FAILURE() << "not a runtime_error at byte " << pos;
+    }
+  }
+  // A bool that is neither 0 nor 1 is refused (reading it would be undefined).
+  std::string bad_bool = encode_safetensors({{"b", torch::tensor({true, false})}});
+  bad_bool[bad_bool.size() - 1] = 7;
+  write_file(path, bad_bool);
+  expect_load_error(path, "bool byte 7");
 }
