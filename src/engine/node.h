@@ -62,8 +62,10 @@ class NodeContext {
     return &input_as<T>(port);
   }
 
-  /// The device string this node should run on: RunSettings::device, else the `device` param, else "cpu".
+  /// The device string this node should run on: RunSettings::device, else the `device` param, else "auto".
   std::string device_request() const;
+  /// device_request() resolved to a usable device; fallback warnings go to the observer.
+  c10::Device device() const;
 
   void progress(const nlohmann::json& event) const;
   void warn(const std::string& message) const;
@@ -124,6 +126,8 @@ graph::ParamDef text(std::string name, std::string value, std::string descriptio
 graph::ParamDef select(std::string name, std::string value, std::vector<std::string> options,
                        std::string description);
 graph::ParamDef advanced(graph::ParamDef p);
+/// The `device` parameter every device-aware node has (auto, cpu, cuda, mps).
+graph::ParamDef device(std::string description);
 }  // namespace def
 
 }  // namespace codefy

@@ -1,5 +1,7 @@
 #include "engine/node.h"
 
+#include "device/runtime.h"
+
 #include <algorithm>
 
 namespace codefy {
@@ -101,6 +103,12 @@ std::string NodeContext::device_request() const {
   return "auto";
 }
 
+c10::Device NodeContext::device() const {
+  auto choice = device::resolve_device(device_request());
+  for (const auto& w : choice.warnings) warn(w);
+  return choice.device;
+}
+
 void NodeContext::progress(const nlohmann::json& event) const {
   if (run_.observer) run_.observer->on_progress(node_, event);
 }
@@ -195,6 +203,9 @@ graph::ParamDef select(std::string name, std::string value, std::vector<std::str
   p.type = graph::ParamType::kSelect;
   p.options = std::move(options);
   return p;
+}
+graph::ParamDef device(std::string description) {
+  return select("device", "auto", {"auto", "cpu", "cuda", "mps"}, std::move(description));
 }
 graph::ParamDef advanced(graph::ParamDef p) {
   p.advanced = true;

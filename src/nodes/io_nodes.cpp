@@ -1,5 +1,4 @@
 // IO: ModelSaver, ModelLoader, Inference, Visualize.
-#include "device/runtime.h"
 #include "engine/node.h"
 #include "nodes/plot.h"
 #include "train/serialize.h"
@@ -11,14 +10,6 @@ namespace codefy {
 using graph::DataType;
 
 namespace {
-
-const std::vector<std::string> kDeviceOptions = {"auto", "cpu", "cuda", "mps"};
-
-c10::Device node_device(const NodeContext& ctx) {
-  auto choice = device::resolve_device(ctx.device_request());
-  for (const auto& w : choice.warnings) ctx.warn(w);
-  return choice.device;
-}
 
 /// A tensor from whatever Visualize was given: a tensor, a number, a list of numbers.
 torch::Tensor as_tensor(const Value& v) {
@@ -71,7 +62,7 @@ void register_io_nodes(NodeRegistry& r) {
                      {def::out("model", DataType::kModel, "Model with the loaded weights")},
                      {def::text("path", "", "Weights file, relative to the graph file"),
                       def::select("load_mode", "state_dict", {"state_dict"}, "What the file holds"),
-                      def::select("device", "auto", kDeviceOptions, "Where to put the model"),
+                      def::device("Where to put the model"),
                       def::boolean("strict", true, "Every key must match")}};
     d.params[0].type = graph::ParamType::kModelFile;
     d.params[0].required = true;
@@ -106,7 +97,7 @@ void register_io_nodes(NodeRegistry& r) {
       } catch (const std::exception& e) {
         NodeContext::fail_param("path", path.string() + ": " + e.what());
       }
-      model->to(node_device(ctx));
+      model->to(ctx.device());
       return ValueMap{{"model", model}};
     });
   }
@@ -115,12 +106,12 @@ void register_io_nodes(NodeRegistry& r) {
                      {def::in("model", DataType::kModel, "Trained model"), def::in("input", DataType::kTensor, "Input batch")},
                      {def::out("output", DataType::kTensor, "Model prediction (raw outputs)"),
                       def::out("model", DataType::kModel, "Pass-through model")},
-                     {def::select("device", "auto", kDeviceOptions, "Where to run")}};
+                     {def::device("Where to run")}};
     d.cacheable = false;
     r.add(std::move(d), [](NodeContext& ctx) {
       auto model = ctx.input_as<train::ModelPtr>("model");
       const auto& x = ctx.input_as<torch::Tensor>("input");
-      const c10::Device device = node_device(ctx);
+      const c10::Device device = ctx.device();
       torch::NoGradGuard no_grad;
       model->to(device);
       model->eval();

@@ -1,5 +1,4 @@
 // Training: Loss, Optimizer, LRScheduler, TrainingLoop, EvaluateModel.
-#include "device/runtime.h"
 #include "engine/node.h"
 #include "train/trainer.h"
 
@@ -12,15 +11,6 @@ namespace codefy {
 using graph::DataType;
 
 namespace {
-
-const std::vector<std::string> kDeviceOptions = {"auto", "cpu", "cuda", "mps"};
-
-/// Resolves the node's device request, forwarding fallback warnings.
-c10::Device node_device(const NodeContext& ctx) {
-  auto choice = device::resolve_device(ctx.device_request());
-  for (const auto& w : choice.warnings) ctx.warn(w);
-  return choice.device;
-}
 
 /// "0.9, 0.999" → {0.9, 0.999}.
 std::vector<double> parse_numbers(const std::string& s, const std::string& param) {
@@ -171,7 +161,7 @@ void register_training_loop(NodeRegistry& r) {
        def::out("val_losses", DataType::kTensor, "Validation loss per epoch (empty without val_dataloader)"),
        def::out("metrics", DataType::kAny, "Training metrics (final losses, best epoch, lr history, counters)")},
       {def::integer("epochs", 5, "Passes over the training data", 1),
-       def::select("device", "auto", kDeviceOptions, "Where to train ('auto' follows the run's device)"),
+       def::device("Where to train ('auto' follows the run's device)"),
        def::integer("early_stopping_patience", 0, "Epochs without improvement before stopping (0 = off)", 0),
        def::number("grad_clip_norm", 0.0, "Clip the global gradient norm (0 = off)", 0.0)}};
   d.cacheable = false;
@@ -190,7 +180,7 @@ void register_training_loop(NodeRegistry& r) {
     o.epochs = ctx.param_int("epochs");
     o.early_stopping_patience = ctx.param_int("early_stopping_patience");
     o.grad_clip_norm = ctx.param_float("grad_clip_norm");
-    o.device = node_device(ctx);
+    o.device = ctx.device();
     train::TrainHooks hooks;
     hooks.progress = [&ctx](const nlohmann::json& e) { ctx.progress(e); };
     hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
@@ -213,13 +203,13 @@ void register_evaluate(NodeRegistry& r) {
           def::out("correct", DataType::kScalar, "Correct predictions"),
           def::out("total", DataType::kScalar, "Samples evaluated")},
          {def::integer("batch_size", 256, "Samples per forward pass", 1),
-          def::select("device", "auto", kDeviceOptions, "Where to evaluate")}},
+          def::device("Where to evaluate")}},
         [](NodeContext& ctx) {
           auto model = ctx.input_as<train::ModelPtr>("model");
           const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
           if (ds->num_classes == 0)
             NodeContext::fail("input \"dataset\"", "accuracy needs class labels; this dataset has regression targets");
-          const c10::Device device = node_device(ctx);
+          const c10::Device device = ctx.device();
           train::DataLoaderOptions o;
           o.batch_size = ctx.param_int("batch_size");
           o.shuffle = false;

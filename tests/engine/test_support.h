@@ -1,6 +1,8 @@
 // Helpers shared by the engine and integration tests.
 #pragma once
 
+#include "../common/test_util.h"
+#include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/graph.h"
 
@@ -8,27 +10,25 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace codefy::testing {
 
+/// As the CLI does at start-up (see device::tune_allocator), so tests train at the same speed.
+inline const bool kAllocatorTuned = device::tune_allocator();
+
 inline std::filesystem::path source_dir() { return CODEFY_SOURCE_DIR; }
 
-inline nlohmann::json read_json(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
+inline nlohmann::json read_json(const std::filesystem::path& p) { return read_json_file(p); }
 
-/// A fresh temporary folder per test.
+/// A fresh temporary folder, removed when the test program exits.
 inline std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("codefy_test_" + name + "_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
+  static std::vector<std::unique_ptr<TempDir>> dirs;
+  dirs.push_back(std::make_unique<TempDir>(name));
+  return dirs.back()->path();
 }
 
 /// Sets `params[key] = value` on node `id` of a graph JSON.

@@ -2,6 +2,10 @@
 // codes (never a crash); examples run; nodes/devices print.
 #include "../engine/test_support.h"
 
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace codefy {
 namespace {
 
@@ -177,6 +181,57 @@ TEST(Cli, DevicesReportsBlasAndThreads) {
   EXPECT_EQ(j["devices"][0]["label"], "CPU");
   auto one = nlohmann::json::parse(run_codefy("devices --json").output);
   EXPECT_EQ(one["threads"], j["threads"]);
+}
+
+}  // namespace
+}  // namespace codefy
+
+namespace codefy {
+namespace {
+
+TEST(Cli, SigintStopsTrainingBetweenBatches) {
+  const auto dir = temp_dir("cli_sigint");
+  auto g = codefy::testing::read_json(codefy::testing::source_dir() / "examples/toy-mlp/graph.json");
+  codefy::testing::set_param(g, "train", "epochs", 100000);
+  codefy::testing::set_param(g, "train", "early_stopping_patience", 0);
+  const auto path = dir / "long.json";
+  std::ofstream(path) << g.dump();
+
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    execl(CODEFY_BINARY, CODEFY_BINARY, "run", path.c_str(), "--json", "--threads", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE* out = fdopen(fds[0], "r");
+  char line[65536];
+  std::string last;
+  bool sent = false;
+  int epochs_after_signal = 0;
+  while (fgets(line, sizeof line, out)) {
+    auto j = nlohmann::json::parse(line);
+    last = j["event"];
+    if (!sent && j["event"] == "progress" && j["data"]["event"] == "epoch") {
+      kill(pid, SIGINT);  // once training is well under way
+      sent = true;
+    } else if (sent && j["event"] == "progress" && j["data"]["event"] == "epoch") {
+      ++epochs_after_signal;
+    }
+  }
+  fclose(out);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(sent);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);  // stopped
+  EXPECT_EQ(last, "execution_stopped");
+  // An epoch here is 63 batches; stopping between batches ends it well within one more epoch.
+  EXPECT_LE(epochs_after_signal, 1);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // written by scripts/golden/make_golden.py) and PyTorch's refusals.
 #include "train/builders.h"
 
+#include "../common/test_util.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -17,12 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-json read_golden(const std::string& name) {
-  const std::string path = std::string(CODEFY_SOURCE_DIR) + "/tests/golden/" + name;
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path + " (run scripts/golden/make_golden.py)");
-  return json::parse(in);
-}
+using codefy::testing::read_golden;
 
 /// The golden tolerance: 1e-5 relative with a 1e-6 absolute floor.
 void expect_close(double actual, double expected, const std::string& what) {

@@ -1,6 +1,8 @@
 // Tests of datasets (idx/MNIST, CSV, synthetic) and the DataLoader.
 #include "train/data.h"
 
+#include "../common/test_util.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <zlib.h>
@@ -13,27 +15,11 @@
 #include <vector>
 
 namespace fs = std::filesystem;
+using codefy::testing::TempDir;
 using namespace codefy::train;
 
 namespace {
 
-/// A fresh folder under the system temp dir, removed with its contents.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "codefy_data_test_XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
   std::string out;

@@ -5,6 +5,8 @@
 
 #include "train/builders.h"
 
+#include "../common/test_util.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -21,12 +23,7 @@ namespace {
 
 using nlohmann::json;
 
-json read_golden(const std::string& name) {
-  const std::string path = std::string(CODEFY_SOURCE_DIR) + "/tests/golden/" + name;
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path + " (run scripts/golden/make_golden.py)");
-  return json::parse(in);
-}
+using codefy::testing::read_golden;
 
 /// 1e-5 relative; the absolute floor is tiny because rates are plain double
 /// arithmetic and some cases live near 1e-8 (ReduceLROnPlateau's eps rule).

@@ -1,0 +1,109 @@
+// Node library end to end through the executor: real data, presets, weight
+// files, pictures.
+#include "engine/executor.h"
+#include "nodes/plot.h"
+#include "test_support.h"
+#include "train/serialize.h"
+
+#include <torch/torch.h>
+
+namespace codefy {
+namespace {
+
+using codefy::testing::read_json;
+using codefy::testing::run_json;
+using codefy::testing::set_param;
+using codefy::testing::source_dir;
+using codefy::testing::temp_dir;
+
+bool have_fashion_mnist() { return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+
+TEST(Nodes, FashionMnistCnnLearnsOnASubset) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  auto g = read_json(source_dir() / "examples/fashion-mnist/graph.json");
+  set_param(g, "train_data", "max_samples", 3000);
+  set_param(g, "test_data", "max_samples", 1000);
+  set_param(g, "train", "epochs", 1);
+  codefy::testing::Recorder rec;
+  auto r = run_json(g, 0, &rec);
+  const double acc = std::get<double>(r.outputs["evaluate"]["accuracy"]);
+  EXPECT_GT(acc, 0.6) << "1 epoch on 3000 images should already be far above chance (0.1)";
+  EXPECT_EQ(std::get<double>(r.outputs["evaluate"]["total"]), 1000.0);
+  const auto& ds = std::get<train::DatasetPtr>(r.outputs["train_data"]["dataset"]);
+  EXPECT_EQ(ds->inputs.sizes(), (std::vector<int64_t>{3000, 1, 28, 28}));
+  EXPECT_GE(ds->inputs.min().item<float>(), -1.0f);
+  EXPECT_LE(ds->inputs.max().item<float>(), 1.0f);
+  // Visualize returns a base64 PNG, as CodefyUI does.
+  const auto& image = std::get<std::string>(r.outputs["plot"]["image"]);
+  EXPECT_EQ(image.rfind("iVBORw0KGgo", 0), 0u);  // base64 of the PNG signature
+}
+
+TEST(Nodes, CodefyUIPipelineExampleRuns) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  const auto dir = source_dir() / "examples/codefyui-pipeline";
+  auto g = read_json(dir / "graph.json");
+  for (auto& n : g["nodes"])
+    if (n["type"] == "preset:Training Pipeline") n["data"]["internalParams"]["dataset"]["max_samples"] = 512;
+  codefy::testing::Recorder rec;
+  auto r = run_json(g, 0, &rec, dir);
+  // The preset's internal nodes ran under CodefyUI's ids.
+  ASSERT_TRUE(r.outputs.count("pipeline__train_loop"));
+  const auto& losses = std::get<torch::Tensor>(r.outputs["pipeline__train_loop"]["losses"]);
+  EXPECT_EQ(losses.numel(), 1);
+  ASSERT_EQ(rec.prints.size(), 1u);
+  EXPECT_EQ(rec.prints[0].rfind("[Trained LeNet] ", 0), 0u);
+  EXPECT_TRUE(r.outputs.count("viz"));
+}
+
+class WeightFiles : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WeightFiles, SaveThenLoadIntoAFreshModelGivesTheSameWeights) {
+  const auto dir = temp_dir("weights_" + GetParam());
+  auto g = read_json(source_dir() / "examples/toy-mlp/graph.json");
+  set_param(g, "train", "epochs", 2);
+  g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"},
+                        {"data", {{"params", {{"path", "out/mlp.pt"}, {"format", GetParam()}}}}}});
+  g["edges"].push_back({{"source", "train"}, {"sourceHandle", "model"}, {"target", "save"}, {"targetHandle", "model"}});
+  auto trained = run_json(g, 1, nullptr, dir);
+  const std::string path = std::get<std::string>(trained.outputs["save"]["path"]);
+  EXPECT_EQ(path, (dir / (GetParam() == "safetensors" ? "out/mlp.safetensors" : "out/mlp.pt")).string());
+
+  // A second graph: the same architecture, freshly initialised from another seed, loads the file.
+  nlohmann::json load = {{"name", "load"}, {"nodes", nlohmann::json::array()}, {"edges", nlohmann::json::array()}};
+  for (const auto& n : g["nodes"])
+    if (n["id"] == "start" || n["id"] == "mlp") load["nodes"].push_back(n);
+  load["nodes"].push_back({{"id", "ld"}, {"type", "ModelLoader"}, {"data", {{"params", {{"path", path}}}}}});
+  load["edges"].push_back({{"source", "start"}, {"target", "mlp"}, {"type", "trigger"}});
+  load["edges"].push_back({{"source", "mlp"}, {"sourceHandle", "model"}, {"target", "ld"}, {"targetHandle", "model"}});
+  auto loaded = run_json(load, 99, nullptr, dir);
+  auto a = train::state_dict(*std::get<train::ModelPtr>(trained.outputs["train"]["model"]));
+  auto b = train::state_dict(*std::get<train::ModelPtr>(loaded.outputs["ld"]["model"]));
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first;
+  }
+  EXPECT_EQ(a[0].first, "layers.l1.weight");  // CodefyUI's state_dict names
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, WeightFiles, ::testing::Values("pytorch", "safetensors"));
+
+TEST(Nodes, VisualizeFromTheCliWritesAPng) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  const auto dir = temp_dir("cli_png");
+  auto g = read_json(source_dir() / "examples/fashion-mnist/graph.json");
+  set_param(g, "train_data", "max_samples", 256);
+  set_param(g, "test_data", "max_samples", 256);
+  set_param(g, "train", "epochs", 2);
+  std::ofstream(dir / "g.json") << g.dump();
+  auto r = codefy::testing::run_codefy("run " + (dir / "g.json").string() + " --out " + (dir / "out").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream png(dir / "out/plot.png", std::ios::binary);
+  std::string head(8, '\0');
+  png.read(head.data(), 8);
+  EXPECT_EQ(head, std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_NE(r.output.find("test accuracy"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace codefy
