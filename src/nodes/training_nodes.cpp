@@ -163,7 +163,18 @@ void register_training_loop(NodeRegistry& r) {
       {def::integer("epochs", 5, "Passes over the training data", 1),
        def::device("Where to train ('auto' follows the run's device)"),
        def::integer("early_stopping_patience", 0, "Epochs without improvement before stopping (0 = off)", 0),
-       def::number("grad_clip_norm", 0.0, "Clip the global gradient norm (0 = off)", 0.0)}};
+       def::number("grad_clip_norm", 0.0, "Clip the global gradient norm (0 = off)", 0.0),
+       def::advanced(def::select("precision", "fp32", {"fp32", "bf16", "fp16"},
+                                 "Mixed precision: bf16 autocast (no scaler), fp16 autocast; falls back to fp32 with a "
+                                 "warning where the device cannot")),
+       def::advanced(def::integer("accumulate_steps", 1,
+                                  "Micro-batches per optimizer update: batch 8 x 4 equals batch 32 with a quarter of "
+                                  "the activation memory", 1)),
+       def::advanced(def::integer("max_steps", 0, "Stop after this many optimizer updates (0 = no limit)", 0)),
+       def::advanced(def::select("strategy", "single", {"single", "ddp"},
+                                 "ddp: one process per card (not yet available; runs single with a warning)")),
+       def::advanced(def::boolean("log_grad_norm", true,
+                                  "Report the gradient L2 norm per update and skip updates where it is NaN/inf"))}};
   d.cacheable = false;
   r.add(std::move(d), [](NodeContext& ctx) {
     auto model = ctx.input_as<train::ModelPtr>("model");
@@ -181,7 +192,15 @@ void register_training_loop(NodeRegistry& r) {
     o.early_stopping_patience = ctx.param_int("early_stopping_patience");
     o.grad_clip_norm = ctx.param_float("grad_clip_norm");
     o.device = ctx.device();
+    o.precision = train::parse_precision(ctx.param_string("precision"));
+    o.accumulate_steps = ctx.param_int("accumulate_steps");
+    o.max_steps = ctx.param_int("max_steps");
+    o.log_grad_norm = ctx.param_bool("log_grad_norm");
+    if (ctx.param_string("strategy") == "ddp")
+      ctx.warn("strategy ddp is not available in this version of Codefy (no multi-process training yet); "
+               "training in a single process");
     train::TrainHooks hooks;
+    hooks.warn = [&ctx](const std::string& w) { ctx.warn(w); };
     hooks.progress = [&ctx](const nlohmann::json& e) { ctx.progress(e); };
     hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
     train::TrainResult res = train::train_model(*model, *loader, val ? val->get() : nullptr, *opt, *loss,

@@ -1,11 +1,13 @@
 #include "train/trainer.h"
 
 #include "engine/errors.h"
+#include "train/accumulation.h"
 #include "train/serialize.h"
 
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -44,7 +46,8 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, doubl
   return total;
 }
 
-double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device) {
+double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
+                     Precision precision) {
   torch::NoGradGuard no_grad;
   model.eval();
   const torch::Tensor order = data.epoch_order(0);
@@ -52,11 +55,22 @@ double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& l
   torch::Tensor sum = torch::zeros({}, torch::TensorOptions().device(device));
   for (int64_t b = 0; b < n; ++b) {
     Batch batch = data.batch(order, b);
+    AutocastGuard autocast(precision, device);  // validation as training (R-PREC-5)
     auto out = model.forward(batch.inputs.to(device));
     sum += loss(out, batch.targets.to(device)).detach().to(torch::kFloat);
   }
   return n > 0 ? sum.item<double>() / static_cast<double>(n) : 0.0;
 }
+
+namespace {
+
+bool has_batch_norm(const torch::nn::Module& model) {
+  for (const auto& m : model.modules(/*include_self=*/false))
+    if (m->name().find("BatchNorm") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
 
 TrainResult train_model(Model& model, const DataLoader& train_data, const DataLoader* val_data,
                         OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
@@ -66,16 +80,32 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
   const auto params = trainable(model);
   const int64_t batches = train_data.num_batches();
   if (batches == 0) throw std::invalid_argument("the training data loader yields no batches");
+  const AccumulationWindow window(batches, options.accumulate_steps);
+  const int64_t batch_size = train_data.options().batch_size;
   auto emit = [&](const nlohmann::json& e) {
     if (hooks.progress) hooks.progress(e);
   };
+  auto warn = [&](const std::string& w) {
+    if (hooks.warn) hooks.warn(w);
+  };
+
+  const PrecisionChoice precision = check_precision(options.precision, device);
+  if (!precision.warning.empty()) warn(precision.warning);
+  if (batch_size < 8 && has_batch_norm(model))
+    warn("the model has BatchNorm and the micro-batch is " + std::to_string(batch_size) +
+         " samples: BatchNorm statistics follow the micro-batch, not the effective batch of " +
+         std::to_string(batch_size * window.accumulate_steps()) + "; consider GroupNorm or LayerNorm");
 
   if (scheduler) {
     if (scheduler->options().type == "OneCycleLR" && scheduler->options().total_steps <= 0)
-      scheduler->set_total_steps(options.epochs * batches);
+      scheduler->set_total_steps(options.epochs * window.updates_per_epoch());
     scheduler->begin();
   }
 
+  auto precision_fields = [&](nlohmann::json& j) {
+    j["precision"] = to_string(precision.used);
+    if (precision.used != precision.requested) j["precision_requested"] = to_string(precision.requested);
+  };
   nlohmann::json config = {
       {"model_class", model.name()},
       {"params", count_parameters(model)},
@@ -85,69 +115,112 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
       {"loss_fn", loss.type},
       {"epochs", options.epochs},
       {"device", device.str()},
-      {"batch_size", train_data.options().batch_size},
+      {"batch_size", batch_size},
       {"batches_per_epoch", batches},
+      {"updates_per_epoch", window.updates_per_epoch()},
       {"samples", train_data.dataset().size()},
       {"early_stopping", options.early_stopping_patience > 0},
       {"patience", options.early_stopping_patience},
       {"grad_clip_norm", options.grad_clip_norm > 0 ? nlohmann::json(options.grad_clip_norm) : nlohmann::json("disabled")},
       {"has_validation", val_data != nullptr},
       {"has_lr_scheduler", scheduler != nullptr},
-      {"precision", "fp32"},
-      {"accumulate_steps", 1},
-      {"effective_batch_size", train_data.options().batch_size},
+      {"accumulate_steps", window.accumulate_steps()},
+      {"max_steps", options.max_steps},
+      {"effective_batch_size", batch_size * window.accumulate_steps()},
   };
+  precision_fields(config);
   emit({{"event", "config"}, {"config", config}});
 
   TrainResult result;
   std::vector<double> lr_history;
   double best = std::numeric_limits<double>::infinity();
   int64_t best_epoch = 0, patience_counter = 0, total_steps = 0, total_batches = 0, samples_seen = 0;
+  int64_t skipped_steps = 0, consecutive_skips = 0;
+  std::optional<double> last_grad_norm;
   StateDict best_state;
-  bool stopped_early = false;
+  bool stopped_early = false, stopped_at_max_steps = false;
   const auto t_start = Clock::now();
   auto last_progress = Clock::now() - std::chrono::hours(1);
+  optimizer.optimizer->zero_grad();
 
-  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+  for (int64_t epoch = 0; epoch < options.epochs && !stopped_at_max_steps; ++epoch) {
     model.train();
     const auto t_epoch = Clock::now();
     const torch::Tensor order = train_data.epoch_order(epoch);
     torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device));
+    int64_t epoch_batches = 0;
     for (int64_t b = 0; b < batches; ++b) {
-      if (hooks.should_stop && hooks.should_stop()) throw Cancelled();
+      if (hooks.should_stop && hooks.should_stop()) {
+        optimizer.optimizer->zero_grad();  // Stop drops the pending window (R-ACC-6)
+        throw Cancelled();
+      }
       Batch batch = train_data.batch(order, b);
       torch::Tensor x = batch.inputs.to(device), y = batch.targets.to(device);
-      optimizer.optimizer->zero_grad();
-      torch::Tensor l = loss(model.forward(x), y);
-      l.backward();
-      if (options.grad_clip_norm > 0) clip_grad_norm(params, options.grad_clip_norm);
-      optimizer.optimizer->step();
-      if (scheduler && scheduler->steps_per_update()) scheduler->step_update();
+      torch::Tensor l;
+      {
+        AutocastGuard autocast(precision.used, device);
+        l = loss(model.forward(x), y);
+      }
+      // Divide once, on the total loss (R-ACC-9); report it undivided (R-ACC-4).
+      (window.accumulate_steps() > 1 ? l * window.loss_scale() : l).backward();
       loss_sum += l.detach().to(torch::kFloat);
-      ++total_steps;
       ++total_batches;
+      ++epoch_batches;
       samples_seen += x.size(0);
+      if (!window.ends_update(b)) continue;
+
+      // One update: clip the whole accumulated gradient, then step (R-ACC-2).
+      torch::Tensor norm;
+      if (options.grad_clip_norm > 0) norm = clip_grad_norm(params, options.grad_clip_norm);
+      else if (options.log_grad_norm) norm = grad_norm(params);
+      bool finite = true;
+      if (norm.defined()) {
+        last_grad_norm = norm.item<double>();  // the one host read per update
+        finite = std::isfinite(*last_grad_norm);
+      }
+      if (finite) {
+        optimizer.optimizer->step();
+        if (scheduler && scheduler->steps_per_update()) scheduler->step_update();
+        ++total_steps;
+        consecutive_skips = 0;
+      } else {
+        ++skipped_steps;
+        warn("update skipped at epoch " + std::to_string(epoch + 1) + ", batch " + std::to_string(b + 1) +
+             ": the gradient norm is not finite");
+        if (++consecutive_skips >= options.max_consecutive_skips)
+          throw std::runtime_error(std::to_string(consecutive_skips) +
+                                   " updates in a row had non-finite gradients (NaN or inf); stopping instead of "
+                                   "training on garbage: lower the learning rate, clip gradients, or check the data");
+      }
+      optimizer.optimizer->zero_grad();
       if (hooks.progress && seconds_since(last_progress) >= options.progress_interval_s) {
         last_progress = Clock::now();
         const double elapsed = seconds_since(t_epoch);
-        emit({{"event", "batch"},
-              {"epoch", epoch + 1},
-              {"total_epochs", options.epochs},
-              {"batch", b + 1},
-              {"total_batches", batches},
-              {"step", total_steps},
-              {"loss", l.item<double>()},  // one host sync per progress event, not per batch
-              {"lr", get_lr(*optimizer.optimizer)},
-              {"samples_per_s", elapsed > 0 ? static_cast<double>((b + 1) * train_data.options().batch_size) / elapsed : 0.0}});
+        nlohmann::json e = {{"event", "batch"},
+                            {"epoch", epoch + 1},
+                            {"total_epochs", options.epochs},
+                            {"batch", b + 1},
+                            {"total_batches", batches},
+                            {"step", total_steps},
+                            {"loss", l.item<double>()},  // at most one more read per update, a few per second
+                            {"lr", get_lr(*optimizer.optimizer)},
+                            {"samples_per_s", elapsed > 0 ? static_cast<double>((b + 1) * batch_size) / elapsed : 0.0}};
+        if (last_grad_norm) e["grad_norm"] = *last_grad_norm;
+        emit(e);
+      }
+      if (options.max_steps > 0 && total_steps >= options.max_steps) {
+        stopped_at_max_steps = true;
+        break;
       }
     }
-    const double epoch_loss = loss_sum.item<double>() / static_cast<double>(batches);
+    const double epoch_loss = loss_sum.item<double>() / static_cast<double>(epoch_batches);
     result.losses.push_back(epoch_loss);
     lr_history.push_back(get_lr(*optimizer.optimizer));
 
+    // Evaluation and checkpoints only after a completed update (R-ACC-8): the epoch ends on one.
     std::optional<double> val_loss;
     if (val_data) {
-      val_loss = evaluate_loss(model, *val_data, loss, device);
+      val_loss = evaluate_loss(model, *val_data, loss, device, precision.used);
       result.val_losses.push_back(*val_loss);
     }
     const double monitor = val_loss ? *val_loss : epoch_loss;
@@ -168,6 +241,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
     nlohmann::json e = {{"event", "epoch"},   {"epoch", epoch + 1},           {"total_epochs", options.epochs},
                         {"loss", epoch_loss}, {"losses", result.losses},      {"lr", lr_history.back()},
                         {"step", total_steps}, {"seconds", seconds_since(t_epoch)}};
+    if (last_grad_norm) e["grad_norm"] = *last_grad_norm;
     if (val_loss) {
       e["val_loss"] = *val_loss;
       e["val_losses"] = result.val_losses;
@@ -191,16 +265,19 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
       {"best_epoch", options.early_stopping_patience > 0 ? best_epoch : static_cast<int64_t>(result.losses.size())},
       {"total_epochs_run", result.losses.size()},
       {"stopped_early", stopped_early},
+      {"stopped_at_max_steps", stopped_at_max_steps},
       {"lr_history", lr_history},
       {"total_steps", total_steps},
       {"total_batches", total_batches},
-      {"accumulate_steps", 1},
-      {"effective_batch_size", train_data.options().batch_size},
-      {"precision", "fp32"},
+      {"skipped_steps", skipped_steps},
+      {"accumulate_steps", window.accumulate_steps()},
+      {"effective_batch_size", batch_size * window.accumulate_steps()},
+      {"grad_norm", last_grad_norm ? nlohmann::json(*last_grad_norm) : nlohmann::json()},
       {"device", device.str()},
       {"seconds", seconds},
       {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen) / seconds : 0.0},
   };
+  precision_fields(result.metrics);
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include "train/builders.h"
 #include "train/data.h"
 #include "train/model.h"
+#include "train/precision.h"
 #include "train/schedulers.h"
 
 #include <c10/core/Device.h>
@@ -24,6 +25,18 @@ struct TrainOptions {
   /// Clip the global gradient L2 norm to this value at each update; 0 disables.
   double grad_clip_norm = 0.0;
   c10::Device device = c10::Device(c10::kCPU);
+  /// Mixed precision requested (checked against the device before the first batch).
+  Precision precision = Precision::kFp32;
+  /// Micro-batches per optimizer update (R-ACC-1).
+  int64_t accumulate_steps = 1;
+  /// Stop after this many optimizer updates (R-ACC-3); 0 = no limit.
+  int64_t max_steps = 0;
+  /// Compute the gradient L2 norm at every update (one host read per update),
+  /// report it, and skip updates whose norm is not finite (R-PRAC-1).
+  bool log_grad_norm = true;
+  /// Fail the run after this many consecutive skipped updates instead of
+  /// silently training on NaN.
+  int64_t max_consecutive_skips = 5;
   /// Minimum seconds between two "batch" progress events (each costs one host sync).
   double progress_interval_s = 0.25;
 };
@@ -34,6 +47,8 @@ struct TrainHooks {
   std::function<void(const nlohmann::json&)> progress;
   /// Polled before every batch; true ends training (throws codefy::Cancelled).
   std::function<bool()> should_stop;
+  /// Warnings that do not stop training (precision fallback, BatchNorm with tiny batches, skipped updates).
+  std::function<void(const std::string&)> warn;
 };
 
 /// What training produced.
@@ -45,14 +60,17 @@ struct TrainResult {
 
 /// Trains `model` in place. The optimizer is used as given (its state lives
 /// on between runs); the scheduler steps per update or per epoch as its type
-/// says. Losses stay on the device and are read back once per epoch and at
-/// most once per progress event: there is no host sync per batch.
+/// says. Update order: backward x N (loss / N) → clip the whole accumulated
+/// gradient once → step unless the norm is not finite → scheduler (only if
+/// stepped) → zero grad. Losses stay on the device and are read back once per
+/// epoch; the gradient norm at most once per update: no host sync per batch.
 TrainResult train_model(Model& model, const DataLoader& train_data, const DataLoader* val_data,
                         OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
                         const TrainOptions& options, const TrainHooks& hooks);
 
 /// Mean loss over a loader in eval mode without gradients (the validation pass).
-double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device);
+double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
+                     Precision precision = Precision::kFp32);
 
 /// Global L2 norm of the gradients as a 0-dim tensor on their device (no host sync).
 torch::Tensor grad_norm(const std::vector<torch::Tensor>& parameters);

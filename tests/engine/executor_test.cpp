@@ -131,3 +131,45 @@ TEST(Executor, NodeSeedDependsOnSeedAndNode) {
 
 }  // namespace
 }  // namespace codefy
+
+namespace codefy {
+namespace {
+
+TEST(Executor, AdvancedTrainingParamsAtTheirDefaultsChangeNothing) {
+  // R-COMPAT: a graph saved before precision/accumulation existed trains the same.
+  auto g = toy_graph();
+  set_param(g, "train", "epochs", 3);
+  auto plain = run_json(g, 5);
+  set_param(g, "train", "precision", "fp32");
+  set_param(g, "train", "accumulate_steps", 1);
+  set_param(g, "train", "max_steps", 0);
+  set_param(g, "train", "log_grad_norm", false);
+  auto explicit_defaults = run_json(g, 5);
+  EXPECT_TRUE(torch::equal(std::get<torch::Tensor>(plain.outputs["train"]["losses"]),
+                           std::get<torch::Tensor>(explicit_defaults.outputs["train"]["losses"])));
+}
+
+TEST(Executor, TrainingLoopReportsPrecisionAndAccumulation) {
+  auto g = toy_graph();
+  set_param(g, "train", "epochs", 2);
+  set_param(g, "train", "precision", "bf16");
+  set_param(g, "train", "accumulate_steps", 4);
+  set_param(g, "train", "strategy", "ddp");
+  Recorder rec;
+  auto r = run_json(g, 0, &rec);
+  const auto& m = std::get<nlohmann::json>(r.outputs["train"]["metrics"]);
+  EXPECT_EQ(m["precision"], "bf16");
+  EXPECT_EQ(m["accumulate_steps"], 4);
+  EXPECT_EQ(m["effective_batch_size"], 128);
+  EXPECT_EQ(m["total_batches"], 126);
+  EXPECT_EQ(m["total_steps"], 32);  // 63 batches per epoch: 15 windows of 4 and one of 3
+  EXPECT_TRUE(m["grad_norm"].is_number());
+  ASSERT_EQ(rec.progress.front()["event"], "config");
+  EXPECT_EQ(rec.progress.front()["config"]["effective_batch_size"], 128);
+  bool ddp_warned = false;
+  for (const auto& w : rec.warnings) ddp_warned |= w.find("strategy ddp") != std::string::npos;
+  EXPECT_TRUE(ddp_warned);
+}
+
+}  // namespace
+}  // namespace codefy

@@ -1,0 +1,32 @@
+// Gradient accumulation windows (R-ACC): which micro-batch ends an update.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace codefy::train {
+
+/// Splits an epoch's micro-batches into windows of `accumulate_steps`. The
+/// last window of an epoch may be short; windows never cross epochs
+/// (R-ACC-5, R-ACC-6). Every micro-batch's loss is divided by the full N,
+/// short window included, so a short window takes a proportionally smaller step.
+class AccumulationWindow {
+ public:
+  AccumulationWindow(int64_t batches_per_epoch, int64_t accumulate_steps)
+      : batches_(batches_per_epoch), n_(accumulate_steps) {
+    if (n_ < 1) throw std::invalid_argument("accumulate_steps must be at least 1");
+  }
+  int64_t accumulate_steps() const { return n_; }
+  /// The factor each micro-batch's loss is multiplied by before backward.
+  double loss_scale() const { return 1.0 / static_cast<double>(n_); }
+  /// Whether micro-batch `index` (0-based, within the epoch) completes an update.
+  bool ends_update(int64_t index) const { return (index + 1) % n_ == 0 || index + 1 == batches_; }
+  /// Optimizer updates per epoch.
+  int64_t updates_per_epoch() const { return (batches_ + n_ - 1) / n_; }
+
+ private:
+  int64_t batches_;
+  int64_t n_;
+};
+
+}  // namespace codefy::train

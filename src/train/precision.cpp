@@ -1,0 +1,116 @@
+#include "train/precision.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <stdexcept>
+
+#if defined(__has_include)
+#if __has_include(<ATen/cuda/CUDAContext.h>) && defined(USE_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#define CODEFY_HAS_CUDA_CONTEXT 1
+#endif
+#endif
+
+namespace codefy::train {
+
+namespace {
+
+c10::ScalarType dtype_of(Precision p) { return p == Precision::kBf16 ? c10::kBFloat16 : c10::kHalf; }
+
+// LibTorch 2.x takes the device type; 1.13 has one function per backend.
+bool autocast_enabled(bool cuda) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU);
+#else
+  return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+void set_autocast(bool cuda, bool enabled, c10::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, enabled);
+  if (dtype != c10::ScalarType::Undefined) at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, dtype);
+#else
+  if (cuda) {
+    at::autocast::set_enabled(enabled);
+    if (dtype != c10::ScalarType::Undefined) at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_cpu_enabled(enabled);
+    if (dtype != c10::ScalarType::Undefined) at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+#endif
+}
+c10::ScalarType autocast_dtype(bool cuda) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU);
+#else
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+}  // namespace
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+  }
+  return "fp32";
+}
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp32") return Precision::kFp32;
+  if (s == "bf16") return Precision::kBf16;
+  if (s == "fp16") return Precision::kFp16;
+  throw std::invalid_argument("unknown precision \"" + s + "\" (fp32, bf16 or fp16)");
+}
+
+PrecisionChoice check_precision(Precision requested, c10::Device device) {
+  PrecisionChoice c{requested, requested, ""};
+  if (requested == Precision::kFp32) return c;
+  auto fall_back = [&](const std::string& why) {
+    c.used = Precision::kFp32;
+    c.warning = std::string("precision ") + to_string(requested) + " is not available: " + why + "; training in fp32";
+  };
+  if (device.is_cpu()) {
+#if TORCH_VERSION_MAJOR < 2
+    if (requested == Precision::kFp16)
+      fall_back("LibTorch " TORCH_VERSION " autocasts to float16 on CUDA only (its CPU autocast supports bfloat16)");
+#endif
+  } else if (device.is_cuda()) {
+#ifdef CODEFY_HAS_CUDA_CONTEXT
+    if (requested == Precision::kBf16) {
+      const auto* prop = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
+      if (prop->major < 8)
+        fall_back("this card (compute capability " + std::to_string(prop->major) + "." + std::to_string(prop->minor) +
+                  ") has no bfloat16 support; try fp16");
+    }
+#endif
+  } else if (device.is_mps()) {
+    fall_back("MPS kernels are float32-native, so 16-bit modes only add conversions");
+  } else {
+    fall_back("unsupported device " + device.str());
+  }
+  return c;
+}
+
+AutocastGuard::AutocastGuard(Precision precision, c10::Device device) {
+  if (precision == Precision::kFp32) return;
+  cuda_ = device.is_cuda();
+  was_enabled_ = autocast_enabled(cuda_);
+  old_dtype_ = autocast_dtype(cuda_);
+  set_autocast(cuda_, true, dtype_of(precision));
+  at::autocast::increment_nesting();
+  active_ = true;
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!active_) return;
+  // Leaving the outermost autocast region frees the cached casts of the weights.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  set_autocast(cuda_, was_enabled_, old_dtype_);
+}
+
+}  // namespace codefy::train

@@ -1,0 +1,48 @@
+// Mixed precision (R-PREC): what a device can do, and autocast as an RAII guard.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <string>
+
+namespace codefy::train {
+
+/// TrainingLoop's `precision`.
+enum class Precision { kFp32, kBf16, kFp16 };
+
+const char* to_string(Precision p);
+/// "fp32", "bf16", "fp16"; throws std::invalid_argument otherwise.
+Precision parse_precision(const std::string& s);
+
+/// The precision a run will use for a request on a device.
+struct PrecisionChoice {
+  Precision requested = Precision::kFp32;
+  Precision used = Precision::kFp32;
+  /// Why `used` differs from `requested`; empty when they agree.
+  std::string warning;
+};
+
+/// Checks a request against the device and the linked LibTorch before the
+/// first batch (R-PREC-3): CUDA needs compute capability 8.0 for bf16; MPS
+/// runs fp32 only; CPU runs what LibTorch's CPU autocast supports (1.13:
+/// bf16 only). Anything else falls back to fp32 with a warning — never fails.
+PrecisionChoice check_precision(Precision requested, c10::Device device);
+
+/// Autocast on the current thread for the lifetime of the guard (forward and
+/// loss only; backward runs outside it). Restores the previous state and
+/// clears the autocast cache on exit. A no-op for fp32.
+class AutocastGuard {
+ public:
+  AutocastGuard(Precision precision, c10::Device device);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool active_ = false;
+  bool cuda_ = false;
+  bool was_enabled_ = false;
+  c10::ScalarType old_dtype_ = c10::ScalarType::Undefined;
+};
+
+}  // namespace codefy::train

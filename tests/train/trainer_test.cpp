@@ -1,0 +1,304 @@
+// The training loop's accumulation, clipping, max_steps and precision rules,
+// checked against references computed another way (R-ACC, R-PREC, R-PRAC).
+#include "engine/errors.h"
+#include "train/accumulation.h"
+#include "train/builders.h"
+#include "train/data.h"
+#include "train/serialize.h"
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace codefy::train {
+namespace {
+
+/// Linear(4,3) → tanh → Linear(3,2): small, nonlinear, deterministic.
+class TinyNet : public Model {
+ public:
+  TinyNet() : Model("TinyNet") {
+    a_ = register_module("a", torch::nn::Linear(4, 3));
+    b_ = register_module("b", torch::nn::Linear(3, 2));
+  }
+  torch::Tensor forward(const torch::Tensor& x) override { return b_(torch::tanh(a_(x))); }
+
+ private:
+  torch::nn::Linear a_{nullptr}, b_{nullptr};
+};
+
+std::shared_ptr<TinyNet> make_net() {
+  torch::manual_seed(3);
+  return std::make_shared<TinyNet>();
+}
+
+DatasetPtr make_data(int64_t n) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
+  auto d = std::make_shared<Dataset>();
+  d->inputs = torch::randn({n, 4}, gen);
+  d->targets = torch::randint(0, 2, {n}, gen);
+  d->num_classes = 2;
+  return d;
+}
+
+std::shared_ptr<OptimizerHandle> make_opt(const std::shared_ptr<TinyNet>& net, const std::string& type, double lr) {
+  auto h = std::make_shared<OptimizerHandle>();
+  OptimizerOptions o;
+  o.type = type;
+  o.lr = lr;
+  h->type = type;
+  h->options = o;
+  h->optimizer = make_optimizer(net->parameters(), o);
+  return h;
+}
+
+TrainResult train(const std::shared_ptr<TinyNet>& net, const DatasetPtr& data, int64_t batch, int64_t accumulate,
+                  const std::string& opt_type, double clip = 0.0, int64_t epochs = 1, int64_t max_steps = 0) {
+  DataLoaderOptions lo;
+  lo.batch_size = batch;
+  lo.shuffle = false;
+  DataLoader loader(data, lo);
+  auto opt = make_opt(net, opt_type, 0.1);
+  auto loss = make_loss("CrossEntropyLoss");
+  TrainOptions o;
+  o.epochs = epochs;
+  o.accumulate_steps = accumulate;
+  o.grad_clip_norm = clip;
+  o.max_steps = max_steps;
+  return train_model(*net, loader, nullptr, *opt, *loss, nullptr, o, {});
+}
+
+/// The full-batch gradient of the mean loss over all samples, computed in one
+/// pass on a copy of the initial weights: no accumulation involved.
+std::vector<torch::Tensor> full_batch_gradient(const DatasetPtr& data) {
+  auto net = make_net();
+  auto out = net->forward(data->inputs);
+  torch::nn::functional::cross_entropy(out, data->targets).backward();
+  std::vector<torch::Tensor> g;
+  for (auto& p : net->parameters()) g.push_back(p.grad().clone());
+  return g;
+}
+
+void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, const std::string& what) {
+  const double err = (actual - expected).abs().max().item<double>();
+  const double scale = std::max(expected.abs().max().item<double>(), 1e-3);
+  EXPECT_LE(err / scale, 1e-6) << what << ": max abs diff " << err;
+}
+
+struct Case {
+  std::string optimizer;
+  double clip;
+};
+
+class AccumulationExactness : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AccumulationExactness, Batch8Times4EqualsBatch32ByHand) {
+  const auto [opt_type, clip] = GetParam();
+  auto data = make_data(32);
+  // Reference: initial weights minus one hand-computed update of the full-batch gradient.
+  auto g = full_batch_gradient(data);
+  if (clip > 0) {
+    double norm = 0;
+    for (const auto& t : g) norm += t.pow(2).sum().item<double>();
+    norm = std::sqrt(norm);
+    const double coef = std::min(1.0, clip / (norm + 1e-6));
+    for (auto& t : g) t.mul_(coef);
+  }
+  auto init = make_net();
+  std::vector<torch::Tensor> expected;
+  const double lr = 0.1;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const auto w = init->parameters()[i].detach();
+    if (opt_type == "SGD") {
+      expected.push_back(w - lr * g[i]);
+    } else {  // Adam's first step: m̂ = g, v̂ = g², so the step is lr·g/(|g| + eps)
+      expected.push_back(w - lr * g[i] / (g[i].abs() + 1e-8));
+    }
+  }
+  auto net = make_net();
+  auto r = train(net, data, 8, 4, opt_type, clip);
+  EXPECT_EQ(r.metrics["total_steps"], 1);
+  EXPECT_EQ(r.metrics["total_batches"], 4);
+  for (size_t i = 0; i < expected.size(); ++i) expect_close(net->parameters()[i], expected[i], "param " + std::to_string(i));
+
+  // And against the engine's own batch-32 run, over several updates.
+  auto acc = make_net(), big = make_net();
+  train(acc, data, 8, 4, opt_type, clip, 3);
+  train(big, data, 32, 1, opt_type, clip, 3);
+  for (size_t i = 0; i < expected.size(); ++i)
+    expect_close(acc->parameters()[i], big->parameters()[i], "3 updates, param " + std::to_string(i));
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, AccumulationExactness,
+                         ::testing::Values(Case{"SGD", 0.0}, Case{"SGD", 0.05}, Case{"Adam", 0.0}, Case{"Adam", 0.05}),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return i.param.optimizer + (i.param.clip > 0 ? "_clipped" : "");
+                         });
+
+TEST(Accumulation, ShortLastWindowIsAppliedAndDividedByN) {
+  // 10 batches of 1, N = 4: updates after batches 4, 8 and 10; the last one
+  // carries 2 gradients divided by 4 (R-ACC-5).
+  auto data = make_data(10);
+  auto ref = make_net();
+  const double lr = 0.1;
+  auto step = [&](int64_t from, int64_t to) {
+    for (auto& p : ref->parameters()) p.mutable_grad() = torch::Tensor();
+    for (int64_t i = from; i < to; ++i) {
+      auto out = ref->forward(data->inputs.slice(0, i, i + 1));
+      (torch::nn::functional::cross_entropy(out, data->targets.slice(0, i, i + 1)) / 4.0).backward();
+    }
+    torch::NoGradGuard no_grad;
+    for (auto& p : ref->parameters()) p.sub_(lr * p.grad());
+  };
+  step(0, 4);
+  step(4, 8);
+  step(8, 10);
+  auto net = make_net();
+  auto r = train(net, data, 1, 4, "SGD");
+  EXPECT_EQ(r.metrics["total_steps"], 3);
+  EXPECT_EQ(r.metrics["total_batches"], 10);
+  for (size_t i = 0; i < ref->parameters().size(); ++i)
+    expect_close(net->parameters()[i], ref->parameters()[i], "param " + std::to_string(i));
+}
+
+TEST(Accumulation, WindowArithmetic) {
+  AccumulationWindow w(10, 4);
+  std::vector<int64_t> ends;
+  for (int64_t b = 0; b < 10; ++b)
+    if (w.ends_update(b)) ends.push_back(b + 1);
+  EXPECT_EQ(ends, (std::vector<int64_t>{4, 8, 10}));
+  EXPECT_EQ(w.updates_per_epoch(), 3);
+  EXPECT_EQ(AccumulationWindow(8, 1).updates_per_epoch(), 8);
+  EXPECT_THROW(AccumulationWindow(8, 0), std::invalid_argument);
+}
+
+TEST(Accumulation, CountersAndMaxStepsCountUpdates) {
+  auto data = make_data(40);
+  // N = 1: one update per batch.
+  auto r1 = train(make_net(), data, 8, 1, "SGD", 0.0, 2);
+  EXPECT_EQ(r1.metrics["total_steps"], 10);
+  EXPECT_EQ(r1.metrics["total_batches"], 10);
+  EXPECT_EQ(r1.metrics["effective_batch_size"], 8);
+  // N = 4 with 5 batches per epoch: windows of 4 and 1 per epoch.
+  auto r4 = train(make_net(), data, 8, 4, "SGD", 0.0, 2);
+  EXPECT_EQ(r4.metrics["total_steps"], 4);
+  EXPECT_EQ(r4.metrics["total_batches"], 10);
+  EXPECT_EQ(r4.metrics["effective_batch_size"], 32);
+  // max_steps counts updates, not batches (R-ACC-3): with N = 2 and 5 batches
+  // per epoch the windows are {1,2} {3,4} {5}, so 3 updates take 5 batches...
+  auto rm = train(make_net(), data, 8, 2, "SGD", 0.0, 100, 3);
+  EXPECT_EQ(rm.metrics["total_steps"], 3);
+  EXPECT_EQ(rm.metrics["total_batches"], 5);
+  EXPECT_TRUE(rm.metrics["stopped_at_max_steps"].get<bool>());
+  // ...and 4 updates run into the second epoch: 5 + 2 batches.
+  rm = train(make_net(), data, 8, 2, "SGD", 0.0, 100, 4);
+  EXPECT_EQ(rm.metrics["total_steps"], 4);
+  EXPECT_EQ(rm.metrics["total_batches"], 7);
+  EXPECT_TRUE(rm.metrics["stopped_at_max_steps"].get<bool>());
+}
+
+TEST(Accumulation, ReportedLossIsNotDividedByN) {
+  // With SGD at lr 0 the weights never move, so every batch's loss is the
+  // same under N = 1 and N = 4: the curves must agree (R-ACC-4).
+  auto data = make_data(32);
+  auto run = [&](int64_t n) {
+    auto net = make_net();
+    DataLoaderOptions lo;
+    lo.batch_size = 8;
+    lo.shuffle = false;
+    DataLoader loader(data, lo);
+    auto opt = make_opt(net, "SGD", 0.0);
+    TrainOptions o;
+    o.epochs = 1;
+    o.accumulate_steps = n;
+    return train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, {}).losses[0];
+  };
+  EXPECT_DOUBLE_EQ(run(1), run(4));
+}
+
+TEST(Clipping, SeesTheWholeAccumulatedGradient) {
+  // Clipping per micro-batch would let N clipped gradients add up to N x the
+  // threshold; clipping at the update keeps the applied step's norm at the threshold.
+  auto data = make_data(32);
+  auto net = make_net();
+  std::vector<torch::Tensor> before;
+  for (auto& p : net->parameters()) before.push_back(p.detach().clone());
+  const double clip = 1e-3, lr = 0.1;
+  train(net, data, 8, 4, "SGD", clip);
+  double step_norm = 0;
+  for (size_t i = 0; i < before.size(); ++i) step_norm += (net->parameters()[i] - before[i]).pow(2).sum().item<double>();
+  step_norm = std::sqrt(step_norm);
+  EXPECT_NEAR(step_norm, lr * clip, lr * clip * 1e-3);
+}
+
+TEST(GradNorm, NonFiniteUpdatesAreSkippedThenFail) {
+  auto data = make_data(16);
+  auto d = std::make_shared<Dataset>(*data);
+  d->inputs = d->inputs.clone();
+  d->inputs[0][0] = std::numeric_limits<float>::quiet_NaN();  // batch 1 of every epoch is poisoned
+  auto net = make_net();
+  std::vector<std::string> warnings;
+  DataLoaderOptions lo;
+  lo.batch_size = 8;
+  lo.shuffle = false;
+  DataLoader loader(d, lo);
+  auto opt = make_opt(net, "SGD", 0.1);
+  TrainOptions o;
+  o.epochs = 1;
+  TrainHooks hooks;
+  hooks.warn = [&](const std::string& w) { warnings.push_back(w); };
+  auto r = train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, hooks);
+  EXPECT_EQ(r.metrics["skipped_steps"], 1);
+  EXPECT_EQ(r.metrics["total_steps"], 1);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("not finite"), std::string::npos);
+  for (auto& p : net->parameters()) EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  // Every batch poisoned: the run fails after max_consecutive_skips instead of producing NaN.
+  d->inputs[8][0] = std::numeric_limits<float>::quiet_NaN();
+  o.epochs = 10;
+  o.max_consecutive_skips = 3;
+  EXPECT_THROW(train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, hooks),
+               std::runtime_error);
+}
+
+TEST(Precision, Bf16RunsOnCpuAndFp16FallsBackWithAReason) {
+  auto data = make_data(32);
+  DataLoaderOptions lo;
+  lo.batch_size = 8;
+  DataLoader loader(data, lo);
+  for (const auto& [req, used] : {std::pair{Precision::kBf16, "bf16"}, std::pair{Precision::kFp16, "fp32"}}) {
+    auto net = make_net();
+    auto opt = make_opt(net, "Adam", 0.01);
+    TrainOptions o;
+    o.epochs = 2;
+    o.precision = req;
+    std::vector<std::string> warnings;
+    TrainHooks hooks;
+    hooks.warn = [&](const std::string& w) { warnings.push_back(w); };
+    auto r = train_model(*net, loader, &loader, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, hooks);
+    EXPECT_EQ(r.metrics["precision"], used);
+    // Parameters stay float32 in every mode (R-PREC-2).
+    for (auto& p : net->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);
+    EXPECT_TRUE(std::isfinite(r.losses.back()));
+    if (req == Precision::kFp16 && TORCH_VERSION_MAJOR < 2) {
+      EXPECT_EQ(r.metrics["precision_requested"], "fp16");
+      ASSERT_EQ(warnings.size(), 1u);
+      EXPECT_NE(warnings[0].find("float16 on CUDA only"), std::string::npos);
+    }
+  }
+}
+
+TEST(Precision, AutocastGuardLowersMatmulsAndRestores) {
+  auto a = torch::randn({4, 4}), b = torch::randn({4, 4});
+  {
+    AutocastGuard g(Precision::kBf16, c10::Device(c10::kCPU));
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kBFloat16);
+  }
+  EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat);
+  {
+    AutocastGuard g(Precision::kFp32, c10::Device(c10::kCPU));
+    EXPECT_EQ(torch::mm(a, b).scalar_type(), torch::kFloat);
+  }
+}
+
+}  // namespace
+}  // namespace codefy::train
