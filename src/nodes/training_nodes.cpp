@@ -155,11 +155,14 @@ void register_training_loop(NodeRegistry& r) {
        def::in("optimizer", DataType::kOptimizer, "Optimizer (of this model's parameters)"),
        def::in("loss_fn", DataType::kLossFn, "Loss function"),
        def::in("val_dataloader", DataType::kDataLoader, "Validation batches", true),
-       def::in("lr_scheduler", DataType::kAny, "Learning-rate scheduler", true)},
+       def::in("lr_scheduler", DataType::kAny, "Learning-rate scheduler", true),
+       def::in("grad_scaler_state", DataType::kAny,
+               "fp16 gradient scaler state to continue from (from CheckpointLoader); fp32/bf16 need none", true)},
       {def::out("model", DataType::kModel, "Trained model (best if early stopping)"),
        def::out("losses", DataType::kTensor, "Training loss per epoch"),
        def::out("val_losses", DataType::kTensor, "Validation loss per epoch (empty without val_dataloader)"),
-       def::out("metrics", DataType::kAny, "Training metrics (final losses, best epoch, lr history, counters)")},
+       def::out("metrics", DataType::kAny, "Training metrics (final losses, best epoch, lr history, counters)"),
+       def::out("grad_scaler_state", DataType::kAny, "fp16 gradient scaler state (null unless fp16 ran)")},
       {def::integer("epochs", 5, "Passes over the training data", 1),
        def::device("Where to train ('auto' follows the run's device)"),
        def::integer("early_stopping_patience", 0, "Epochs without improvement before stopping (0 = off)", 0),
@@ -199,6 +202,7 @@ void register_training_loop(NodeRegistry& r) {
     if (ctx.param_string("strategy") == "ddp")
       ctx.warn("strategy ddp is not available in this version of Codefy (no multi-process training yet); "
                "training in a single process");
+    if (const auto* state = ctx.input_if<nlohmann::json>("grad_scaler_state")) o.grad_scaler_state = *state;
     train::TrainHooks hooks;
     hooks.warn = [&ctx](const std::string& w) { ctx.warn(w); };
     hooks.progress = [&ctx](const nlohmann::json& e) { ctx.progress(e); };
@@ -211,7 +215,8 @@ void register_training_loop(NodeRegistry& r) {
     return ValueMap{{"model", model},
                     {"losses", to_tensor(res.losses)},
                     {"val_losses", to_tensor(res.val_losses)},
-                    {"metrics", res.metrics}};
+                    {"metrics", res.metrics},
+                    {"grad_scaler_state", res.grad_scaler_state}};
   });
 }
 

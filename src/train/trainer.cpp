@@ -102,6 +102,11 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
     scheduler->begin();
   }
 
+  std::optional<GradScaler> scaler;
+  if (precision.used == Precision::kFp16 || options.force_grad_scaler) {
+    scaler.emplace();
+    if (!options.grad_scaler_state.is_null()) scaler->load_state_dict(options.grad_scaler_state);
+  }
   auto precision_fields = [&](nlohmann::json& j) {
     j["precision"] = to_string(precision.used);
     if (precision.used != precision.requested) j["precision_requested"] = to_string(precision.requested);
@@ -127,6 +132,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
       {"accumulate_steps", window.accumulate_steps()},
       {"max_steps", options.max_steps},
       {"effective_batch_size", batch_size * window.accumulate_steps()},
+      {"grad_scaler", scaler.has_value()},
   };
   precision_fields(config);
   emit({{"event", "config"}, {"config", config}});
@@ -162,19 +168,24 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
         l = loss(model.forward(x), y);
       }
       // Divide once, on the total loss (R-ACC-9); report it undivided (R-ACC-4).
-      (window.accumulate_steps() > 1 ? l * window.loss_scale() : l).backward();
+      torch::Tensor to_backward = window.accumulate_steps() > 1 ? l * window.loss_scale() : l;
+      (scaler ? scaler->scale(to_backward) : to_backward).backward();
       loss_sum += l.detach().to(torch::kFloat);
       ++total_batches;
       ++epoch_batches;
       samples_seen += x.size(0);
       if (!window.ends_update(b)) continue;
 
-      // One update: clip the whole accumulated gradient, then step (R-ACC-2).
+      // One update: unscale, clip the whole accumulated gradient, then step (R-ACC-2, R-PREC-7).
+      if (scaler) scaler->unscale(params);
       torch::Tensor norm;
       if (options.grad_clip_norm > 0) norm = clip_grad_norm(params, options.grad_clip_norm);
       else if (options.log_grad_norm) norm = grad_norm(params);
       bool finite = true;
-      if (norm.defined()) {
+      if (scaler) {
+        finite = !scaler->found_inf();  // the one host read per update
+        if (finite && norm.defined()) last_grad_norm = norm.item<double>();
+      } else if (norm.defined()) {
         last_grad_norm = norm.item<double>();  // the one host read per update
         finite = std::isfinite(*last_grad_norm);
       }
@@ -183,6 +194,9 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
         if (scheduler && scheduler->steps_per_update()) scheduler->step_update();
         ++total_steps;
         consecutive_skips = 0;
+      } else if (scaler) {
+        // Expected now and then with fp16: the scale backs off and the window's gradients are dropped.
+        ++skipped_steps;
       } else {
         ++skipped_steps;
         warn("update skipped at epoch " + std::to_string(epoch + 1) + ", batch " + std::to_string(b + 1) +
@@ -192,7 +206,8 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
                                    " updates in a row had non-finite gradients (NaN or inf); stopping instead of "
                                    "training on garbage: lower the learning rate, clip gradients, or check the data");
       }
-      optimizer.optimizer->zero_grad();
+      if (scaler) scaler->update();
+      optimizer.optimizer->zero_grad();  // a skipped update's gradients go too (R-PREC-7)
       if (hooks.progress && seconds_since(last_progress) >= options.progress_interval_s) {
         last_progress = Clock::now();
         const double elapsed = seconds_since(t_epoch);
@@ -278,6 +293,10 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
       {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen) / seconds : 0.0},
   };
   precision_fields(result.metrics);
+  if (scaler) {
+    result.grad_scaler_state = scaler->state_dict();
+    result.metrics["grad_scale"] = scaler->get_scale();
+  }
   return result;
 }
 

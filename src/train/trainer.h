@@ -3,6 +3,7 @@
 
 #include "train/builders.h"
 #include "train/data.h"
+#include "train/grad_scaler.h"
 #include "train/model.h"
 #include "train/precision.h"
 #include "train/schedulers.h"
@@ -37,6 +38,10 @@ struct TrainOptions {
   /// Fail the run after this many consecutive skipped updates instead of
   /// silently training on NaN.
   int64_t max_consecutive_skips = 5;
+  /// Gradient scaler for fp16: used when the run's precision is fp16 (or when
+  /// `force_grad_scaler`), starting from `grad_scaler_state` when given.
+  nlohmann::json grad_scaler_state;
+  bool force_grad_scaler = false;
   /// Minimum seconds between two "batch" progress events (each costs one host sync).
   double progress_interval_s = 0.25;
 };
@@ -56,6 +61,7 @@ struct TrainResult {
   std::vector<double> losses;      ///< mean training loss per epoch
   std::vector<double> val_losses;  ///< mean validation loss per epoch (empty without validation)
   nlohmann::json metrics;          ///< CodefyUI's metrics dict, plus Codefy's counters
+  nlohmann::json grad_scaler_state;  ///< the scaler's state_dict, null when no scaler ran
 };
 
 /// Trains `model` in place. The optimizer is used as given (its state lives

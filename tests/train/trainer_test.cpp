@@ -302,3 +302,68 @@ TEST(Precision, AutocastGuardLowersMatmulsAndRestores) {
 
 }  // namespace
 }  // namespace codefy::train
+
+namespace codefy::train {
+namespace {
+
+TEST(GradScalerInLoop, InfInOneMicroBatchSkipsTheUpdateAndTheScheduler) {
+  // 4 batches, N = 2: two updates per epoch. Batch 3 is poisoned, so the
+  // second window's update is skipped, the scale backs off, its gradients are
+  // cleared, and the per-update scheduler does not step.
+  auto data = make_data(16);
+  auto poisoned = std::make_shared<Dataset>(*data);
+  poisoned->inputs = data->inputs.clone();
+  poisoned->inputs[8][0] = std::numeric_limits<float>::infinity();
+  DataLoaderOptions lo;
+  lo.batch_size = 4;
+  lo.shuffle = false;
+  DataLoader loader(poisoned, lo);
+  auto net = make_net();
+  auto opt = make_opt(net, "SGD", 0.1);
+  SchedulerOptions so;
+  so.type = "LinearWarmup";
+  so.warmup_steps = 100;
+  Scheduler sched(*opt->optimizer, so);
+  TrainOptions o;
+  o.epochs = 1;
+  o.accumulate_steps = 2;
+  o.force_grad_scaler = true;
+  o.grad_scaler_state = {{"scale", 1024.0}, {"growth_factor", 2.0}, {"backoff_factor", 0.5},
+                         {"growth_interval", 2000}, {"_growth_tracker", 0}};
+  auto r = train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), &sched, o, {});
+  EXPECT_EQ(r.metrics["total_steps"], 1);
+  EXPECT_EQ(r.metrics["skipped_steps"], 1);
+  EXPECT_EQ(r.grad_scaler_state["scale"], 512.0);
+  EXPECT_EQ(r.grad_scaler_state["_growth_tracker"], 0);
+  EXPECT_EQ(sched.state()["updates"], 1) << sched.state().dump();
+  for (auto& p : net->parameters()) {
+    EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+    EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<double>() > 0) << "gradients left behind";
+  }
+  // Without the scaler the same update is skipped by the finite-norm check.
+  auto net2 = make_net();
+  auto opt2 = make_opt(net2, "SGD", 0.1);
+  o.force_grad_scaler = false;
+  auto r2 = train_model(*net2, loader, nullptr, *opt2, *make_loss("CrossEntropyLoss"), nullptr, o, {});
+  EXPECT_EQ(r2.metrics["skipped_steps"], 1);
+  EXPECT_TRUE(r2.grad_scaler_state.is_null());
+}
+
+TEST(GradScalerInLoop, Bf16UsesNoScaler) {
+  auto data = make_data(16);
+  DataLoaderOptions lo;
+  lo.batch_size = 4;
+  DataLoader loader(data, lo);
+  auto net = make_net();
+  auto opt = make_opt(net, "SGD", 0.1);
+  TrainOptions o;
+  o.epochs = 1;
+  o.precision = Precision::kBf16;
+  auto r = train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, {});
+  EXPECT_EQ(r.metrics["precision"], "bf16");
+  EXPECT_TRUE(r.grad_scaler_state.is_null());
+  EXPECT_FALSE(r.metrics.contains("grad_scale"));
+}
+
+}  // namespace
+}  // namespace codefy::train
