@@ -1,6 +1,7 @@
 // IO: ModelSaver, ModelLoader, Inference, Visualize.
 #include "engine/node.h"
 #include "nodes/plot.h"
+#include "train/checkpoint.h"
 #include "train/serialize.h"
 
 #include <torch/torch.h>
@@ -116,6 +117,99 @@ void register_io_nodes(NodeRegistry& r) {
       model->to(device);
       model->eval();
       return ValueMap{{"output", model->forward(x.to(device))}, {"model", model}};
+    });
+  }
+  {
+    graph::NodeDef d{"CheckpointSaver", "IO",
+                     "Save a training checkpoint: weights, optimizer state, epoch, counters, seeds, schedule and "
+                     "gradient-scaler state. Wire TrainingLoop's model, optimizer, metrics (and grad_scaler_state "
+                     "for fp16); a CheckpointLoader later resumes to the same weights as one uninterrupted run.",
+                     {def::in("model", DataType::kModel, "Model to save"),
+                      def::in("optimizer", DataType::kOptimizer, "Optimizer (its state is saved)"),
+                      def::in("losses", DataType::kTensor, "Loss history", true),
+                      def::in("grad_scaler_state", DataType::kAny, "fp16 gradient scaler state", true),
+                      def::in("metrics", DataType::kAny, "TrainingLoop metrics: epoch, counters, seeds, schedule", true)},
+                     {def::out("path", DataType::kString, "Path of the saved checkpoint"),
+                      def::out("model", DataType::kModel, "Pass-through model")},
+                     {def::text("path", "checkpoint.ckpt", "File to write, relative to the graph file"),
+                      def::integer("epoch", 0, "Epoch to record (0 = the one TrainingLoop's metrics report)", 0)}};
+    d.cacheable = false;
+    r.add(std::move(d), [](NodeContext& ctx) {
+      auto model = ctx.input_as<train::ModelPtr>("model");
+      const auto& opt = ctx.input_as<train::OptimizerPtr>("optimizer");
+      if (opt->model != model)
+        NodeContext::fail("input \"optimizer\"", "the optimizer belongs to another model than the one being saved");
+      train::Checkpoint c;
+      c.model = train::state_dict(*model);
+      c.optimizer_state = train::save_optimizer_state(*opt->optimizer);
+      nlohmann::json metrics = nlohmann::json::object();
+      if (const auto* m = ctx.input_if<nlohmann::json>("metrics")) metrics = *m;
+      int64_t epoch = ctx.param_int("epoch");
+      if (epoch == 0) epoch = metrics.value("last_epoch", int64_t{0});
+      c.meta = {{"format", "codefy-checkpoint"}, {"epoch", epoch}, {"optimizer", opt->type},
+                {"metrics", metrics}, {"grad_scaler_state", nlohmann::json()}};
+      if (const auto* s = ctx.input_if<nlohmann::json>("grad_scaler_state")) c.meta["grad_scaler_state"] = *s;
+      if (const auto* l = ctx.input_if<torch::Tensor>("losses")) {
+        auto t = l->detach().to(torch::kCPU).to(torch::kDouble).contiguous();
+        c.meta["losses"] = std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+      }
+      const auto path = ctx.param_path("path");
+      try {
+        train::save_checkpoint(path, c);
+      } catch (const std::exception& e) {
+        NodeContext::fail_param("path", e.what());
+      }
+      return ValueMap{{"path", path.string()}, {"model", model}};
+    });
+  }
+  {
+    graph::NodeDef d{"CheckpointLoader", "IO",
+                     "Load a checkpoint into a model and its optimizer to resume training: connect resume_state to "
+                     "TrainingLoop (whose epochs is the total), and it continues exactly where the saved run was.",
+                     {def::in("model", DataType::kModel, "Model with the checkpoint's architecture"),
+                      def::in("optimizer", DataType::kOptimizer, "Optimizer of that model, same type as saved")},
+                     {def::out("model", DataType::kModel, "Model with the saved weights"),
+                      def::out("optimizer", DataType::kOptimizer, "Optimizer with the saved state"),
+                      def::out("epoch", DataType::kScalar, "Epochs completed when saved"),
+                      def::out("losses", DataType::kTensor, "Saved loss history"),
+                      def::out("grad_scaler_state", DataType::kAny, "Saved fp16 gradient scaler state (or null)"),
+                      def::out("resume_state", DataType::kAny, "Counters, seeds and schedule for TrainingLoop")},
+                     {def::text("path", "checkpoint.ckpt", "Checkpoint file, relative to the graph file"),
+                      def::device("Where to put the model")}};
+    d.params[0].type = graph::ParamType::kModelFile;
+    d.params[0].required = true;
+    d.cacheable = false;
+    r.add(std::move(d), [](NodeContext& ctx) {
+      auto model = ctx.input_as<train::ModelPtr>("model");
+      const auto& opt = ctx.input_as<train::OptimizerPtr>("optimizer");
+      const auto path = ctx.param_path("path");
+      train::Checkpoint c;
+      try {
+        c = train::load_checkpoint(path);
+      } catch (const std::exception& e) {
+        NodeContext::fail_param("path", e.what());
+      }
+      const std::string saved_type = c.meta.value("optimizer", "");
+      if (saved_type != opt->type)
+        NodeContext::fail("input \"optimizer\"", "the checkpoint holds " + saved_type + " state, but this optimizer is " +
+                                                     opt->type);
+      try {
+        train::load_state_dict(*model, c.model);
+        model->to(ctx.device());
+        train::load_optimizer_state(*opt->optimizer, c.optimizer_state);
+      } catch (const std::exception& e) {
+        NodeContext::fail_param("path", path.string() + ": " + e.what());
+      }
+      nlohmann::json resume = c.meta.value("metrics", nlohmann::json::object());
+      resume["last_epoch"] = c.meta.value("epoch", int64_t{0});
+      resume["grad_scaler_state"] = c.meta.value("grad_scaler_state", nlohmann::json());
+      const auto losses = c.meta.value("losses", std::vector<double>{});
+      return ValueMap{{"model", model},
+                      {"optimizer", opt},
+                      {"epoch", static_cast<double>(resume["last_epoch"].get<int64_t>())},
+                      {"losses", torch::tensor(std::vector<float>(losses.begin(), losses.end()), torch::kFloat)},
+                      {"grad_scaler_state", resume["grad_scaler_state"]},
+                      {"resume_state", resume}};
     });
   }
   r.add({"Visualize", "Utility", "Plot data as a line, histogram, heatmap or image (a base64 PNG).",

@@ -1,4 +1,5 @@
 // Training: Loss, Optimizer, LRScheduler, TrainingLoop, EvaluateModel.
+#include "engine/executor.h"
 #include "engine/node.h"
 #include "train/trainer.h"
 
@@ -157,7 +158,10 @@ void register_training_loop(NodeRegistry& r) {
        def::in("val_dataloader", DataType::kDataLoader, "Validation batches", true),
        def::in("lr_scheduler", DataType::kAny, "Learning-rate scheduler", true),
        def::in("grad_scaler_state", DataType::kAny,
-               "fp16 gradient scaler state to continue from (from CheckpointLoader); fp32/bf16 need none", true)},
+               "fp16 gradient scaler state to continue from (from CheckpointLoader); fp32/bf16 need none", true),
+       def::in("resume_state", DataType::kAny,
+               "From CheckpointLoader: continue at the saved epoch with the saved counters, seeds and schedule, "
+               "landing on the same weights as one uninterrupted run", true)},
       {def::out("model", DataType::kModel, "Trained model (best if early stopping)"),
        def::out("losses", DataType::kTensor, "Training loss per epoch"),
        def::out("val_losses", DataType::kTensor, "Validation loss per epoch (empty without val_dataloader)"),
@@ -203,11 +207,33 @@ void register_training_loop(NodeRegistry& r) {
       ctx.warn("strategy ddp is not available in this version of Codefy (no multi-process training yet); "
                "training in a single process");
     if (const auto* state = ctx.input_if<nlohmann::json>("grad_scaler_state")) o.grad_scaler_state = *state;
+    o.seed = node_seed(ctx.run().seed, ctx.node().id);
+    train::DataLoaderPtr train_loader = loader;
+    if (const auto* resume = ctx.input_if<nlohmann::json>("resume_state")) {
+      if (!resume->is_object() || !resume->contains("last_epoch"))
+        NodeContext::fail("input \"resume_state\"", "expected the resume_state output of a CheckpointLoader");
+      o.start_epoch = resume->value("last_epoch", int64_t{0});
+      o.initial_steps = resume->value("total_steps", int64_t{0});
+      o.initial_batches = resume->value("total_batches", int64_t{0});
+      o.seed = resume->value("train_seed", o.seed);
+      o.scheduler_state = resume->value("scheduler_state", nlohmann::json());
+      if (o.grad_scaler_state.is_null()) o.grad_scaler_state = resume->value("grad_scaler_state", nlohmann::json());
+      // The data order follows (seed, epoch): continue with the first run's seed.
+      const uint64_t data_seed = resume->value("data_seed", loader->options().seed);
+      if (data_seed != loader->options().seed) {
+        auto opts = loader->options();
+        opts.seed = data_seed;
+        train_loader = std::make_shared<const train::DataLoader>(loader->dataset_ptr(), opts);
+      }
+      if (o.start_epoch >= o.epochs)
+        ctx.warn("the checkpoint is at epoch " + std::to_string(o.start_epoch) + " and epochs is " +
+                 std::to_string(o.epochs) + ": nothing left to train (epochs counts the total)");
+    }
     train::TrainHooks hooks;
     hooks.warn = [&ctx](const std::string& w) { ctx.warn(w); };
     hooks.progress = [&ctx](const nlohmann::json& e) { ctx.progress(e); };
     hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
-    train::TrainResult res = train::train_model(*model, *loader, val ? val->get() : nullptr, *opt, *loss,
+    train::TrainResult res = train::train_model(*model, *train_loader, val ? val->get() : nullptr, *opt, *loss,
                                                 sched ? sched->get() : nullptr, o, hooks);
     auto to_tensor = [](const std::vector<double>& v) {
       return torch::tensor(std::vector<float>(v.begin(), v.end()), torch::kFloat);

@@ -614,6 +614,10 @@ StateDict load_torch_zip(const std::string& bytes, const fs::path& path) {
 
 // -----------------------------------------------------------------------------
 
+void write_file_atomic(const fs::path& path, const std::string& bytes) {
+  write_atomically(path, bytes.data(), bytes.size());
+}
+
 StateDict state_dict(const torch::nn::Module& module) {
   StateDict out;
   collect(module, "", out);

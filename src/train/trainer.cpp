@@ -64,6 +64,13 @@ double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& l
 
 namespace {
 
+uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(epoch + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
+}
+
 bool has_batch_norm(const torch::nn::Module& model) {
   for (const auto& m : model.modules(/*include_self=*/false))
     if (m->name().find("BatchNorm") != std::string::npos) return true;
@@ -99,7 +106,8 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
   if (scheduler) {
     if (scheduler->options().type == "OneCycleLR" && scheduler->options().total_steps <= 0)
       scheduler->set_total_steps(options.epochs * window.updates_per_epoch());
-    scheduler->begin();
+    if (options.scheduler_state.is_null()) scheduler->begin();
+    else scheduler->load_state(options.scheduler_state);
   }
 
   std::optional<GradScaler> scaler;
@@ -140,7 +148,8 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
   TrainResult result;
   std::vector<double> lr_history;
   double best = std::numeric_limits<double>::infinity();
-  int64_t best_epoch = 0, patience_counter = 0, total_steps = 0, total_batches = 0, samples_seen = 0;
+  int64_t best_epoch = 0, patience_counter = 0, samples_seen = 0;
+  int64_t total_steps = options.initial_steps, total_batches = options.initial_batches;
   int64_t skipped_steps = 0, consecutive_skips = 0;
   std::optional<double> last_grad_norm;
   StateDict best_state;
@@ -149,7 +158,9 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
   auto last_progress = Clock::now() - std::chrono::hours(1);
   optimizer.optimizer->zero_grad();
 
-  for (int64_t epoch = 0; epoch < options.epochs && !stopped_at_max_steps; ++epoch) {
+  int64_t epoch = options.start_epoch;
+  for (; epoch < options.epochs && !stopped_at_max_steps; ++epoch) {
+    torch::manual_seed(epoch_seed(options.seed, epoch));
     model.train();
     const auto t_epoch = Clock::now();
     const torch::Tensor order = train_data.epoch_order(epoch);
@@ -268,6 +279,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
     emit(e);
     if (options.early_stopping_patience > 0 && patience_counter >= options.early_stopping_patience) {
       stopped_early = true;
+      ++epoch;
       break;
     }
   }
@@ -279,6 +291,10 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
       {"final_val_loss", result.val_losses.empty() ? nlohmann::json() : nlohmann::json(result.val_losses.back())},
       {"best_epoch", options.early_stopping_patience > 0 ? best_epoch : static_cast<int64_t>(result.losses.size())},
       {"total_epochs_run", result.losses.size()},
+      {"start_epoch", options.start_epoch},
+      {"last_epoch", epoch},  // epochs completed overall: where a resumed run starts
+      {"train_seed", options.seed},
+      {"data_seed", train_data.options().seed},
       {"stopped_early", stopped_early},
       {"stopped_at_max_steps", stopped_at_max_steps},
       {"lr_history", lr_history},
@@ -293,6 +309,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
       {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen) / seconds : 0.0},
   };
   precision_fields(result.metrics);
+  if (scheduler) result.metrics["scheduler_state"] = scheduler->state();
   if (scaler) {
     result.grad_scaler_state = scaler->state_dict();
     result.metrics["grad_scale"] = scaler->get_scale();

@@ -42,6 +42,15 @@ struct TrainOptions {
   /// `force_grad_scaler`), starting from `grad_scaler_state` when given.
   nlohmann::json grad_scaler_state;
   bool force_grad_scaler = false;
+  /// Seeds LibTorch's RNG at the start of every epoch from (seed, epoch), so
+  /// dropout in epoch e draws the same numbers whether or not the run resumed.
+  uint64_t seed = 0;
+  /// Resume: the epoch to start from (0-based; `epochs` stays the total), the
+  /// counters so far, and the scheduler's state (null: fresh schedule).
+  int64_t start_epoch = 0;
+  int64_t initial_steps = 0;
+  int64_t initial_batches = 0;
+  nlohmann::json scheduler_state;
   /// Minimum seconds between two "batch" progress events (each costs one host sync).
   double progress_interval_s = 0.25;
 };

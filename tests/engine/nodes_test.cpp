@@ -107,3 +107,74 @@ TEST(Nodes, VisualizeFromTheCliWritesAPng) {
 
 }  // namespace
 }  // namespace codefy
+
+namespace codefy {
+namespace {
+
+train::StateDict final_weights(const RunResult& r) {
+  return train::state_dict(*std::get<train::ModelPtr>(r.outputs.at("train").at("model")));
+}
+
+TEST(Resume, TwoPartsLandOnTheWeightsOfOneUninterruptedRun) {
+  // Adam + StepLR + shuffled data + dropout: every piece of state must carry over.
+  const auto dir = temp_dir("resume");
+  const auto src = source_dir() / "examples/resume";
+  auto full = run_json(read_json(src / "full.json"), 4, nullptr, dir);
+  auto part1 = run_json(read_json(src / "part1.json"), 4, nullptr, dir);
+  ASSERT_TRUE(std::filesystem::exists(dir / "checkpoint.ckpt"));
+  codefy::testing::Recorder rec;
+  auto part2 = run_json(read_json(src / "part2.json"), 4, &rec, dir);
+  auto a = final_weights(full), b = final_weights(part2);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first;
+  const auto& m = std::get<nlohmann::json>(part2.outputs["train"]["metrics"]);
+  const auto& mf = std::get<nlohmann::json>(full.outputs["train"]["metrics"]);
+  EXPECT_EQ(m["start_epoch"], 2);
+  EXPECT_EQ(m["total_steps"], mf["total_steps"]);
+  EXPECT_EQ(m["lr_history"].back(), mf["lr_history"].back());
+  EXPECT_EQ(std::get<double>(part2.outputs["load"]["epoch"]), 2.0);
+  EXPECT_EQ(std::get<torch::Tensor>(part2.outputs["load"]["losses"]).numel(), 2);
+  // And a resumed run differs from a fresh 2-epoch one: the checkpoint did something.
+  auto fresh = run_json(read_json(src / "part1.json"), 4, nullptr, temp_dir("resume_fresh"));
+  EXPECT_FALSE(torch::equal(final_weights(fresh)[0].second, b[0].second));
+}
+
+TEST(Resume, DamagedOrForeignCheckpointsGiveClearErrors) {
+  const auto dir = temp_dir("resume_bad");
+  const auto src = source_dir() / "examples/resume";
+  run_json(read_json(src / "part1.json"), 1, nullptr, dir);
+  std::string bytes;
+  {
+    std::ifstream in(dir / "checkpoint.ckpt", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+  }
+  const auto part2 = read_json(src / "part2.json");
+  auto expect_error = [&](const std::string& content, const std::string& fragment) {
+    std::ofstream(dir / "checkpoint.ckpt", std::ios::binary | std::ios::trunc) << content;
+    try {
+      run_json(part2, 1, nullptr, dir);
+      ADD_FAILURE() << "expected an error for: " << fragment;
+    } catch (const NodeError& e) {
+      EXPECT_EQ(e.node_id(), "load");
+      EXPECT_EQ(e.field(), "param \"path\"");
+      EXPECT_NE(e.detail().find((dir / "checkpoint.ckpt").string()), std::string::npos) << e.what();
+      EXPECT_NE(e.detail().find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error(bytes.substr(0, bytes.size() / 2), "truncated");
+  expect_error(bytes.substr(0, 25), "truncated");
+  expect_error("PK\x03\x04 a zip, not ours", "not a Codefy checkpoint");
+  expect_error("", "not a Codefy checkpoint");
+  std::filesystem::remove(dir / "checkpoint.ckpt");
+  try {
+    run_json(part2, 1, nullptr, dir);
+    ADD_FAILURE() << "expected an error for a missing file";
+  } catch (const NodeError& e) {
+    EXPECT_NE(e.detail().find("not found"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace codefy
