@@ -4,6 +4,7 @@
 #include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/validate.h"
+#include "util/atomic_file.h"
 
 #include <boost/beast/core/detail/base64.hpp>
 
@@ -44,7 +45,7 @@ void write_artifacts(const PreparedGraph& prepared, const RunResult& result, con
     if (!b64) continue;
     std::filesystem::create_directories(out_dir);
     const auto path = std::filesystem::path(out_dir) / (id + ".png");
-    graph::write_file_atomic(path, base64_decode(*b64));
+    util::write_file_atomic(path, base64_decode(*b64));
     if (printer.mode() == Printer::Mode::kJson)
       printer.emit_json({{"event", "artifact"}, {"node_id", id}, {"path", path.string()}});
     else

@@ -1,9 +1,10 @@
 #include "graph/graph.h"
 
+#include "util/atomic_file.h"
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace codefy::graph {
 
@@ -225,30 +226,8 @@ json to_json(const Graph& g) {
   return j;
 }
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& text) {
-  auto tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path.string() + ": cannot write (" + tmp.string() + ")");
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw std::runtime_error(path.string() + ": write failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error(path.string() + ": cannot replace the file (" + ec.message() + ")");
-  }
-}
-
 void save_graph_file(const Graph& g, const std::filesystem::path& path) {
-  write_file_atomic(path, to_json(g).dump(2) + "\n");
+  util::write_file_atomic(path, to_json(g).dump(2) + "\n");
 }
 
 }  // namespace codefy::graph

@@ -62,8 +62,6 @@ Graph graph_from_json(const json& j, const std::string& source);
 Graph load_graph_file(const std::filesystem::path& path);
 /// Writes CodefyUI's graph.json shape, keeping unknown keys as they were read.
 json to_json(const Graph& g);
-/// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
-void write_file_atomic(const std::filesystem::path& path, const std::string& text);
 /// Saves a graph file atomically.
 void save_graph_file(const Graph& g, const std::filesystem::path& path);
 

@@ -1,5 +1,7 @@
 #include "train/checkpoint.h"
 
+#include "util/atomic_file.h"
+
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 #include <torch/torch.h>
@@ -53,8 +55,7 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
   put_part(out, checkpoint.meta.dump());
   put_part(out, encode_safetensors(checkpoint.model));
   put_part(out, checkpoint.optimizer_state);
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  write_file_atomic(path, out);
+  util::write_file_atomic(path, out);
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& path) {

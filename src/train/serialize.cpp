@@ -2,6 +2,8 @@
 // written atomically, read defensively.
 #include "train/serialize.h"
 
+#include "util/atomic_file.h"
+
 #include <caffe2/serialize/inline_container.h>
 #include <torch/serialize.h>
 #include <torch/torch.h>
@@ -95,63 +97,6 @@ std::optional<at::ScalarType> scalar_type_of(const std::string& dtype) {
 }
 
 // --- files --------------------------------------------------------------------
-
-std::atomic<uint64_t> temp_counter{0};
-
-/// Writes `size` bytes to `fd`, retrying short writes and EINTR.
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
-/// Writes a temp file next to `path` and renames it over `path`, so readers
-/// (and a crash) see either the old file or the complete new one.
-void write_atomically(const fs::path& path, const char* data, size_t size) {
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    fs::create_directories(dir, ec);
-    if (ec) throw std::runtime_error("cannot create folder " + dir.string() + " for " + path.string() + ": " + ec.message());
-  }
-  // Unique per process and call, matching the "*.tmp.*" ignore pattern.
-  const fs::path temp = dir / (path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                               std::to_string(temp_counter.fetch_add(1)));
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    throw std::runtime_error("cannot write " + path.string() + ": creating " + temp.string() + " failed: " +
-                             std::strerror(errno));
-  }
-  std::string failure;
-  if (!write_all(fd, data, size)) {
-    failure = std::string("write failed: ") + std::strerror(errno);
-  } else if (::fsync(fd) != 0) {
-    failure = std::string("fsync failed: ") + std::strerror(errno);
-  }
-  if (::close(fd) != 0 && failure.empty()) failure = std::string("close failed: ") + std::strerror(errno);
-  if (failure.empty()) {
-    fs::rename(temp, path, ec);
-    if (ec) failure = "rename failed: " + ec.message();
-  }
-  if (!failure.empty()) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw std::runtime_error("cannot write " + path.string() + ": " + failure);
-  }
-  // Persist the rename itself; best effort, the data is already safe.
-  int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
-}
 
 bool has_suffix_ci(const std::string& s, const std::string& suffix) {
   if (s.size() < suffix.size()) return false;
@@ -614,10 +559,6 @@ StateDict load_torch_zip(const std::string& bytes, const fs::path& path) {
 
 // -----------------------------------------------------------------------------
 
-void write_file_atomic(const fs::path& path, const std::string& bytes) {
-  write_atomically(path, bytes.data(), bytes.size());
-}
-
 StateDict state_dict(const torch::nn::Module& module) {
   StateDict out;
   collect(module, "", out);
@@ -675,7 +616,7 @@ void load_state_dict(torch::nn::Module& module, const StateDict& dict) {
 void save_weights(const fs::path& path, const StateDict& dict) {
   if (has_suffix_ci(path.filename().string(), ".safetensors")) {
     const std::string bytes = encode_safetensors(dict);
-    write_atomically(path, bytes.data(), bytes.size());
+    util::write_file_atomic(path, bytes);
     return;
   }
   c10::Dict<std::string, at::Tensor> d;
@@ -690,7 +631,7 @@ void save_weights(const fs::path& path, const StateDict& dict) {
     throw std::runtime_error("cannot serialise weights for " + path.string() + ": " +
                              first_line(e.what_without_backtrace()));
   }
-  write_atomically(path, bytes.data(), bytes.size());
+  util::write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
 StateDict load_weights(const fs::path& path) {

@@ -32,10 +32,6 @@ void save_weights(const std::filesystem::path& path, const StateDict& dict);
 /// naming the path on a missing, truncated or foreign file.
 StateDict load_weights(const std::filesystem::path& path);
 
-/// Writes bytes to `path` atomically: a temporary file in the same folder,
-/// fsync, rename; on failure the old file stays and the temporary is removed.
-void write_file_atomic(const std::filesystem::path& path, const std::string& bytes);
-
 /// safetensors encoding of a dict (exposed for tests).
 std::string encode_safetensors(const StateDict& dict);
 StateDict decode_safetensors(const std::string& bytes, const std::string& source);
