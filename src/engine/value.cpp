@@ -90,9 +90,7 @@ std::string to_display_string(const Value& v) {
     std::ostringstream s;
     if (t->numel() <= 20) {
       s << "tensor(" << t->detach().to(torch::kCPU) << ")";
-      std::string out = s.str();
-      // LibTorch prints a type footer on its own line; keep the one-line look.
-      return out;
+      return s.str();
     }
     s << "tensor of shape " << shape_string(*t) << ", " << c10::toString(t->scalar_type());
     return s.str();

@@ -75,9 +75,10 @@ struct Command {
   std::string output;  ///< stdout and stderr together
 };
 
-inline Command run_codefy(const std::string& args) {
+/// Runs the binary with `args`; `env` ("NAME=value ...") is set for that command only.
+inline Command run_codefy(const std::string& args, const std::string& env = "") {
   Command c;
-  const std::string cmd = std::string(CODEFY_BINARY) + " " + args + " 2>&1";
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(CODEFY_BINARY) + " " + args + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return c;
   char buf[4096];

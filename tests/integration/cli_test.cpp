@@ -179,8 +179,10 @@ TEST(Cli, DevicesReportsBlasAndThreads) {
   EXPECT_GE(j["threads"].get<int>(), 1);
   EXPECT_FALSE(j["blas"]["name"].get<std::string>().empty());
   EXPECT_EQ(j["devices"][0]["label"], "CPU");
-  auto one = nlohmann::json::parse(run_codefy("devices --json").output);
-  EXPECT_EQ(one["threads"], j["threads"]);
+  EXPECT_EQ(j["threads"], j["usable_cpus"]);  // default: every CPU this process may use
+  // The override is honoured.
+  auto one = nlohmann::json::parse(run_codefy("devices --json", "CODEFY_NUM_THREADS=1").output);
+  EXPECT_EQ(one["threads"], 1);
 }
 
 }  // namespace
