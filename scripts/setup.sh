@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package Codefy needs to build, test and run.
 # Idempotent: when everything is present it only checks and returns.
+# Extra packages may be named as arguments (bench/step_time.sh adds python3-torch).
 set -euo pipefail
 
 packages=(
@@ -15,6 +16,7 @@ packages=(
   libplplot-dev plplot-driver-cairo  # Visualize's plots: PLplot draws axes, text and data; its memcairo driver renders in memory
   dataset-fashion-mnist   # the Fashion-MNIST idx files for the main example
 )
+packages+=("$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 
 #include "cli/printer.h"
+#include "device/catalogue.h"
+#include "device/memory.h"
 #include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/validate.h"
@@ -148,6 +150,12 @@ int run_graph(const RunCommand& cmd) {
     return report_error("invalid_graph", e.what(), {}, kExitInvalidGraph);
   }
 
+  try {
+    const int64_t budget = cmd.memory_budget_mb >= 0 ? cmd.memory_budget_mb << 20 : device::cpu_budget_from_env();
+    device::set_cpu_budget(budget);
+  } catch (const std::invalid_argument& e) {
+    return report_error("usage", e.what(), {}, kExitUsage);
+  }
   const int threads = device::configure_threads(cmd.threads);
   const auto blas = device::blas_info();
   if (cmd.json) {
@@ -163,7 +171,14 @@ int run_graph(const RunCommand& cmd) {
 
   RunSettings settings;
   settings.seed = cmd.seed;
-  settings.device = cmd.device;
+  if (!cmd.device.empty()) {  // parsed once here, so nodes get a device LibTorch accepts (R-DEV-5)
+    const auto choice = device::resolve_device(cmd.device, device::DeviceSource{prepared.graph.name, "", "", "--device"});
+    for (const auto& w : choice.warnings) {
+      if (cmd.json) printer.emit_json({{"event", "warning"}, {"message", w}});
+      else std::fprintf(stderr, "warning: %s\n", w.c_str());
+    }
+    settings.device = choice.device.str();
+  }
   settings.base_dir = prepared.graph.base_dir;
   settings.cancel = current_token();
   settings.observer = &printer;
@@ -173,7 +188,7 @@ int run_graph(const RunCommand& cmd) {
     const auto results = results_json(prepared, result);
     if (cmd.json) {
       printer.emit_json({{"event", "execution_complete"}, {"status", "ok"}, {"seconds", result.seconds},
-                         {"results", results}});
+                         {"results", results}, {"peak_cpu_bytes", result.peak_cpu_bytes}});
     } else {
       print_results(results);
       std::printf("Done in %.1f s\n", result.seconds);
@@ -184,7 +199,8 @@ int run_graph(const RunCommand& cmd) {
     else std::fprintf(stderr, "stopped\n");
     return kExitStopped;
   } catch (const NodeOOMError& e) {
-    return report_error("out_of_memory", e.what(), {{"node_id", e.node_id()}, {"node_type", e.node_type()}},
+    return report_error("out_of_memory", e.what(),
+                        {{"node_id", e.node_id()}, {"node_type", e.node_type()}, {"device", e.device()}},
                         kExitOutOfMemory);
   } catch (const NodeError& e) {
     return report_error("node_error", e.what(),
@@ -229,8 +245,15 @@ int show_devices(bool json) {
   if (!r["blas"]["config"].get<std::string>().empty())
     std::printf("         %s\n", r["blas"]["config"].get<std::string>().c_str());
   std::printf("Devices\n");
-  for (const auto& d : r["devices"])
-    std::printf("  %-24s %s\n", d["label"].get<std::string>().c_str(), d["device"].get<std::string>().c_str());
+  for (const auto& d : r["devices"]) {
+    std::string precisions;
+    for (const auto& p : d["precisions"]) precisions += (precisions.empty() ? "" : ", ") + p.get<std::string>();
+    std::string memory;
+    if (d["device"] == "cpu" && d["free_bytes"].is_number() && d["total_bytes"].is_number())
+      memory = " · " + device::free_total_gib(d["free_bytes"], d["total_bytes"]) + " RAM available";
+    std::printf("  %-8s %s%s  [%s]\n", d["device"].get<std::string>().c_str(), d["label"].get<std::string>().c_str(),
+                memory.c_str(), precisions.c_str());
+  }
   for (const auto& w : r["warnings"]) std::printf("warning: %s\n", w.get<std::string>().c_str());
   return kExitOk;
 }

@@ -22,6 +22,7 @@ struct RunCommand {
   uint64_t seed = 0;
   bool json = false;
   int threads = 0;
+  int64_t memory_budget_mb = -1;  ///< -1: from the environment
   std::string out_dir = "codefy-out";
 };
 

@@ -1,5 +1,6 @@
 // codefy: train a graph.json, check it, list nodes and devices.
 #include "cli/commands.h"
+#include "device/memory.h"
 #include "device/runtime.h"
 
 #include <CLI/CLI.hpp>
@@ -7,6 +8,7 @@
 int main(int argc, char** argv) {
   using namespace codefy::cli;
   codefy::device::tune_allocator();
+  codefy::device::install_counting_allocator();  // before the first tensor: live/peak bytes, the CPU budget
   install_signal_handling();
 
   CLI::App app{"Codefy: visual, node-based deep-learning training on LibTorch"};
@@ -19,6 +21,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Run seed: same seed and graph, same numbers");
   run_cmd->add_flag("--json", run.json, "One JSON event per line");
   run_cmd->add_option("--threads", run.threads, "LibTorch intra-op threads (default: usable CPUs)");
+  run_cmd->add_option("--memory-budget-mb", run.memory_budget_mb,
+                      "Refuse CPU tensor memory past this many MiB, as a full GPU would (default: "
+                      "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
+      ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--out", run.out_dir, "Folder for Visualize PNGs")->capture_default_str();
 
   std::string validate_path;

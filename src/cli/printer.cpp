@@ -39,7 +39,8 @@ void Printer::on_node_exit(const NodeRef& node, NodeStatus status, const nlohman
   if (status == NodeStatus::kCompleted) return;
   std::lock_guard<std::mutex> lock(mutex_);
   end_bar();
-  std::fprintf(out_, "  %s %s: %s\n", node.id.c_str(), to_string(status), detail.value("error", "").c_str());
+  const std::string error = detail.value("error", "");  // the first line; the whole report ends the run
+  std::fprintf(out_, "  %s %s: %s\n", node.id.c_str(), to_string(status), error.substr(0, error.find('\n')).c_str());
   std::fflush(out_);
 }
 

@@ -1,5 +1,7 @@
 #include "device/runtime.h"
 
+#include "device/catalogue.h"
+
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -87,41 +89,6 @@ BlasInfo blas_info() {
   return info;
 }
 
-DeviceChoice resolve_device(const std::string& request) {
-  DeviceChoice c;
-  const bool has_cuda = torch::cuda::is_available();
-  const int cards = has_cuda ? static_cast<int>(torch::cuda::device_count()) : 0;
-  if (request.empty() || request == "auto") {
-    if (has_cuda) c.device = c10::Device(c10::kCUDA, 0);
-    return c;
-  }
-  if (request == "cpu") return c;
-  if (request.rfind("cuda", 0) == 0) {
-    if (!has_cuda) {
-      c.warnings.push_back("device \"" + request + "\" asks for CUDA, but this LibTorch sees no CUDA device; running on CPU");
-      return c;
-    }
-    std::string rest = request.substr(4);
-    if (rest.empty()) {
-      c.device = c10::Device(c10::kCUDA, 0);
-      return c;
-    }
-    bool digits = rest.size() > 1 && rest[0] == ':';
-    for (size_t i = 1; digits && i < rest.size(); ++i) digits = std::isdigit(static_cast<unsigned char>(rest[i]));
-    const int index = digits ? std::atoi(rest.c_str() + 1) : -1;
-    if (index >= 0 && index < cards) {
-      c.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
-      return c;
-    }
-    c.device = c10::Device(c10::kCUDA, 0);
-    c.warnings.push_back("device \"" + request + "\" is not usable on this machine (" + std::to_string(cards) +
-                         (cards == 1 ? " CUDA card" : " CUDA cards") + "); running on cuda:0");
-    return c;
-  }
-  c.warnings.push_back("device \"" + request + "\" is not available here; running on CPU");
-  return c;
-}
-
 nlohmann::json runtime_report() {
   nlohmann::json r;
   r["libtorch"] = TORCH_VERSION;
@@ -129,13 +96,7 @@ nlohmann::json runtime_report() {
   r["usable_cpus"] = usable_cpus();
   const BlasInfo b = blas_info();
   r["blas"] = {{"name", b.name}, {"path", b.path}, {"config", b.config}};
-  nlohmann::json devices = nlohmann::json::array();
-  devices.push_back({{"label", "CPU"}, {"device", "cpu"}});
-  if (torch::cuda::is_available()) {
-    for (size_t i = 0; i < torch::cuda::device_count(); ++i)
-      devices.push_back({{"label", "NVIDIA CUDA #" + std::to_string(i)}, {"device", "cuda:" + std::to_string(i)}});
-  }
-  r["devices"] = devices;
+  r["devices"] = to_json(device_catalogue(system_probe()));
   nlohmann::json warnings = nlohmann::json::array();
   if (b.is_reference)
     warnings.push_back("matrix products run on the reference BLAS (" + b.path +

@@ -1,7 +1,6 @@
 // The machine as LibTorch sees it: threads, BLAS, devices.
 #pragma once
 
-#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -31,17 +30,6 @@ struct BlasInfo {
   bool is_reference = false;
 };
 BlasInfo blas_info();
-
-/// A device request resolved to something LibTorch can use.
-struct DeviceChoice {
-  c10::Device device = c10::Device(c10::kCPU);
-  std::vector<std::string> warnings;
-};
-
-/// Resolves a device string ("auto", "cpu", "cuda", "cuda:N", "mps"). Never
-/// hands an unparsed string to LibTorch: anything unusable falls back with a
-/// warning (CUDA requested without CUDA → CPU).
-DeviceChoice resolve_device(const std::string& request);
 
 /// A report of the runtime for `codefy devices`/`doctor`: LibTorch version,
 /// threads, BLAS, devices, warnings.

@@ -41,10 +41,21 @@ class NodeError : public Error {
   std::string graph_, node_id_, node_type_, field_, detail_;
 };
 
-/// A node ran out of memory (CPU budget, CPU allocator or device).
+/// A node ran out of memory (CPU budget, CPU allocator or device). what() is
+/// the whole report of R-OOM-1: node, device, what to try, memory, original error.
 class NodeOOMError : public NodeError {
  public:
-  using NodeError::NodeError;
+  NodeOOMError(std::string graph, std::string node_id, std::string node_type, std::string device,
+               std::string report, const std::string& original)
+      : NodeError(std::move(graph), std::move(node_id), std::move(node_type), "", original),
+        device_(std::move(device)),
+        report_(std::move(report)) {}
+  const char* what() const noexcept override { return report_.c_str(); }
+  /// The device it ran out on ("cpu", "cuda:0").
+  const std::string& device() const { return device_; }
+
+ private:
+  std::string device_, report_;
 };
 
 /// The run was stopped by its cancellation token.

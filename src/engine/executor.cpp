@@ -1,5 +1,8 @@
 #include "engine/executor.h"
 
+#include "device/memory.h"
+#include "engine/oom.h"
+
 #include "graph/presets.h"
 #include "graph/validate.h"
 
@@ -70,32 +73,56 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
 
     if (settings.observer) settings.observer->on_node_entry(ref);
     torch::manual_seed(node_seed(settings.seed, id));
-    auto fail = [&](const std::string& field, const std::string& message, bool oom) -> NodeError {
+    device::reset_cpu_peak();
+    auto fail = [&](const std::string& field, const std::string& message) -> NodeError {
       if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", message}});
-      if (oom) return NodeOOMError(g.name, id, spec.type, field, message);
       return NodeError(g.name, id, spec.type, field, message);
     };
+    const nlohmann::json params = fill_defaults(type->def, spec.params);
+    std::optional<NodeContext> ctx;
+    // Out of memory (R-OOM): the report names node, device, advice and memory;
+    // cached blocks go back so the next run starts clean; no retry (R-OOM-3).
+    auto out_of_memory = [&](const std::string& original) -> NodeOOMError {
+      const c10::Device dev = ctx && ctx->used_device() ? *ctx->used_device() : c10::Device(c10::kCPU);
+      const device::MemoryReading m = device::read_memory(dev);
+      const std::string report =
+          oom_report(spec.type, id, dev, oom_advice(g, id, params, dev),
+                     oom_memory_line(m, dev.is_cpu() ? device::cpu_memory().live_at_failure_bytes : m.live_bytes),
+                     original);
+      ctx.reset();
+      device::release_cached_memory(dev);
+      if (settings.observer)
+        settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", report}, {"out_of_memory", true}});
+      return NodeOOMError(g.name, id, spec.type, dev.str(), report, original);
+    };
     try {
-      NodeContext ctx(ref, type->def, fill_defaults(type->def, spec.params), std::move(inputs), settings);
-      ValueMap outputs = type->execute(ctx);
+      ctx.emplace(ref, type->def, params, std::move(inputs), settings);
+      ValueMap outputs = type->execute(*ctx);
       if (settings.observer) {
         nlohmann::json summary = nlohmann::json::object();
         for (const auto& [port, value] : outputs) summary[port] = summarize(value);
         settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summary);
       }
       result.outputs[id] = std::move(outputs);
+      const auto mem = device::cpu_memory();
+      if (mem.installed) result.peak_cpu_bytes[id] = mem.peak_bytes;
     } catch (const Cancelled&) {
       if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", "stopped"}});
       throw;
     } catch (const NodeFailure& e) {
-      throw fail(e.field(), e.what(), is_oom_message(e.what()));
+      if (is_oom_message(e.what())) throw out_of_memory(e.what());
+      throw fail(e.field(), e.what());
+    } catch (const c10::OutOfMemoryError& e) {
+      throw out_of_memory(first_line(e.what_without_backtrace()));
     } catch (const c10::Error& e) {
       // LibTorch's messages carry a C++ backtrace after the first line.
-      throw fail("", first_line(e.what_without_backtrace()), is_oom_message(e.what()));
+      const std::string message = first_line(e.what_without_backtrace());
+      if (is_oom_message(e.what())) throw out_of_memory(message);
+      throw fail("", message);
     } catch (const std::bad_alloc&) {
-      throw fail("", "out of memory (std::bad_alloc)", true);
+      throw out_of_memory("out of memory (std::bad_alloc)");
     } catch (const std::exception& e) {
-      throw fail("", e.what(), false);
+      throw fail("", e.what());
     }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -24,6 +24,8 @@ PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry);
 struct RunResult {
   /// Outputs of every node that ran, by node id.
   std::map<std::string, ValueMap> outputs;
+  /// Each node's peak of live CPU tensor bytes (when the counting allocator is installed).
+  std::map<std::string, int64_t> peak_cpu_bytes;
   double seconds = 0.0;
 };
 

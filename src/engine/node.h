@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,8 +68,13 @@ class NodeContext {
   /// device_request() resolved to a usable device; fallback warnings go to the observer.
   c10::Device device() const;
 
+  /// The device device() last resolved to (what an OOM report names), if any.
+  std::optional<c10::Device> used_device() const { return used_device_; }
+
   void progress(const nlohmann::json& event) const;
+  /// Sends a warning to the observer and keeps it (warnings() goes into metrics).
   void warn(const std::string& message) const;
+  const std::vector<std::string>& warnings() const { return warnings_; }
   void print(const std::string& text) const;
 
   /// Throws NodeFailure for `field` ("param \"x\"", "input \"y\"").
@@ -83,6 +89,8 @@ class NodeContext {
   nlohmann::json params_;
   ValueMap inputs_;
   const RunSettings& run_;
+  mutable std::optional<c10::Device> used_device_;
+  mutable std::vector<std::string> warnings_;
 };
 
 /// A node type: its definition and what it does.

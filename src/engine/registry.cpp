@@ -1,6 +1,6 @@
 #include "engine/node.h"
 
-#include "device/runtime.h"
+#include "device/catalogue.h"
 
 #include <algorithm>
 
@@ -104,8 +104,10 @@ std::string NodeContext::device_request() const {
 }
 
 c10::Device NodeContext::device() const {
-  auto choice = device::resolve_device(device_request());
+  device::DeviceSource source{node_.graph, node_.id, node_.type, run_.device.empty() ? "device" : "--device"};
+  auto choice = device::resolve_device(device_request(), source);
   for (const auto& w : choice.warnings) warn(w);
+  used_device_ = choice.device;
   return choice.device;
 }
 
@@ -113,6 +115,7 @@ void NodeContext::progress(const nlohmann::json& event) const {
   if (run_.observer) run_.observer->on_progress(node_, event);
 }
 void NodeContext::warn(const std::string& message) const {
+  warnings_.push_back(message);
   if (run_.observer) run_.observer->on_warning(node_, message);
 }
 void NodeContext::print(const std::string& text) const {
@@ -205,7 +208,9 @@ graph::ParamDef select(std::string name, std::string value, std::vector<std::str
   return p;
 }
 graph::ParamDef device(std::string description) {
-  return select("device", "auto", {"auto", "cpu", "cuda", "mps"}, std::move(description));
+  graph::ParamDef p = select("device", "auto", {"auto", "cpu", "cuda", "mps"}, std::move(description));
+  p.open_options = true;  // "cuda:1" and graphs from other machines are parsed at run time (R-DEV-4, R-DEV-5)
+  return p;
 }
 graph::ParamDef advanced(graph::ParamDef p) {
   p.advanced = true;

@@ -50,6 +50,9 @@ struct ParamDef {
   std::optional<double> max_value;
   bool advanced = false;             ///< folded under "Advanced" in the editor
   bool required = false;             ///< must be non-empty (e.g. a file path)
+  /// The options are suggestions and any string is accepted: device params,
+  /// whose strings are parsed at run time with a warning and a fallback (R-DEV-5).
+  bool open_options = false;
 };
 
 /// Everything known about a node type before it runs.

@@ -66,6 +66,7 @@ std::string check_param_value(const ParamDef& def, const json& v) {
       break;
     case ParamType::kSelect: {
       if (!v.is_string()) return "expected one of the options, got " + describe(v);
+      if (def.open_options) break;
       const auto s = v.get<std::string>();
       bool found = false;
       for (const auto& o : def.options) found = found || o == s;

@@ -1,6 +1,8 @@
 // Training: Loss, Optimizer, LRScheduler, TrainingLoop, EvaluateModel.
 #include "engine/executor.h"
 #include "engine/node.h"
+
+#include "device/memory.h"
 #include "train/trainer.h"
 
 #include <torch/torch.h>
@@ -199,6 +201,7 @@ void register_training_loop(NodeRegistry& r) {
     o.early_stopping_patience = ctx.param_int("early_stopping_patience");
     o.grad_clip_norm = ctx.param_float("grad_clip_norm");
     o.device = ctx.device();
+    device::reset_peak(o.device);  // the CPU's was reset when the node started; this adds CUDA's
     o.precision = train::parse_precision(ctx.param_string("precision"));
     o.accumulate_steps = ctx.param_int("accumulate_steps");
     o.max_steps = ctx.param_int("max_steps");
@@ -235,6 +238,14 @@ void register_training_loop(NodeRegistry& r) {
     hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
     train::TrainResult res = train::train_model(*model, *train_loader, val ? val->get() : nullptr, *opt, *loss,
                                                 sched ? sched->get() : nullptr, o, hooks);
+    // Peak since the node started (the executor resets it per node), per device.
+    nlohmann::json peaks = nlohmann::json::object();
+    for (const c10::Device d : {c10::Device(c10::kCPU), o.device}) {
+      const device::MemoryReading m = device::read_memory(d);
+      if (m.counted) peaks[d.str()] = m.peak_bytes;
+    }
+    res.metrics["peak_memory_bytes"] = peaks;
+    res.metrics["warnings"] = ctx.warnings();
     auto to_tensor = [](const std::vector<double>& v) {
       return torch::tensor(std::vector<float>(v.begin(), v.end()), torch::kFloat);
     };

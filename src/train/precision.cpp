@@ -6,11 +6,8 @@
 
 #include <stdexcept>
 
-#if defined(__has_include)
-#if __has_include(<ATen/cuda/CUDAContext.h>) && defined(USE_CUDA)
+#ifdef CODEFY_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
-#define CODEFY_HAS_CUDA_CONTEXT 1
-#endif
 #endif
 
 namespace codefy::train {
@@ -80,7 +77,7 @@ PrecisionChoice check_precision(Precision requested, c10::Device device) {
       fall_back("LibTorch " TORCH_VERSION " autocasts to float16 on CUDA only (its CPU autocast supports bfloat16)");
 #endif
   } else if (device.is_cuda()) {
-#ifdef CODEFY_HAS_CUDA_CONTEXT
+#ifdef CODEFY_WITH_CUDA
     if (requested == Precision::kBf16) {
       const auto* prop = at::cuda::getDeviceProperties(device.index() < 0 ? 0 : device.index());
       if (prop->major < 8)

@@ -2,6 +2,7 @@
 
 #include "engine/errors.h"
 #include "train/accumulation.h"
+#include "train/grad_buffer.h"
 #include "train/serialize.h"
 
 #include <torch/torch.h>
@@ -27,24 +28,6 @@ std::vector<torch::Tensor> trainable(Model& model) {
 }
 
 }  // namespace
-
-torch::Tensor grad_norm(const std::vector<torch::Tensor>& parameters) {
-  std::vector<torch::Tensor> norms;
-  for (const auto& p : parameters)
-    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
-  if (norms.empty()) return torch::zeros({});
-  return torch::stack(norms).norm(2);
-}
-
-torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
-  torch::NoGradGuard no_grad;
-  torch::Tensor total = grad_norm(parameters);
-  // As PyTorch 2.x does: a clamped coefficient tensor, so no host sync.
-  torch::Tensor coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
-  for (const auto& p : parameters)
-    if (p.grad().defined()) p.grad().mul_(coef.to(p.grad().device()).to(p.grad().scalar_type()));
-  return total;
-}
 
 double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
                      Precision precision) {
@@ -85,6 +68,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
   const c10::Device device = options.device;
   model.to(device);
   const auto params = trainable(model);
+  GradBuffer grads(params);  // zero, norm and clip in one op each
   const int64_t batches = train_data.num_batches();
   if (batches == 0) throw std::invalid_argument("the training data loader yields no batches");
   const AccumulationWindow window(batches, options.accumulate_steps);
@@ -156,7 +140,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
   bool stopped_early = false, stopped_at_max_steps = false;
   const auto t_start = Clock::now();
   auto last_progress = Clock::now() - std::chrono::hours(1);
-  optimizer.optimizer->zero_grad();
+  grads.zero();
 
   int64_t epoch = options.start_epoch;
   for (; epoch < options.epochs && !stopped_at_max_steps; ++epoch) {
@@ -168,7 +152,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
     int64_t epoch_batches = 0;
     for (int64_t b = 0; b < batches; ++b) {
       if (hooks.should_stop && hooks.should_stop()) {
-        optimizer.optimizer->zero_grad();  // Stop drops the pending window (R-ACC-6)
+        grads.zero();  // Stop drops the pending window (R-ACC-6)
         throw Cancelled();
       }
       Batch batch = train_data.batch(order, b);
@@ -188,10 +172,11 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
       if (!window.ends_update(b)) continue;
 
       // One update: unscale, clip the whole accumulated gradient, then step (R-ACC-2, R-PREC-7).
+      grads.sync();
       if (scaler) scaler->unscale(params);
       torch::Tensor norm;
-      if (options.grad_clip_norm > 0) norm = clip_grad_norm(params, options.grad_clip_norm);
-      else if (options.log_grad_norm) norm = grad_norm(params);
+      if (options.grad_clip_norm > 0) norm = grads.clip(options.grad_clip_norm);
+      else if (options.log_grad_norm) norm = grads.norm();
       bool finite = true;
       if (scaler) {
         finite = !scaler->found_inf();  // the one host read per update
@@ -218,7 +203,7 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
                                    "training on garbage: lower the learning rate, clip gradients, or check the data");
       }
       if (scaler) scaler->update();
-      optimizer.optimizer->zero_grad();  // a skipped update's gradients go too (R-PREC-7)
+      grads.zero();  // a skipped update's gradients go too (R-PREC-7)
       if (hooks.progress && seconds_since(last_progress) >= options.progress_interval_s) {
         last_progress = Clock::now();
         const double elapsed = seconds_since(t_epoch);

@@ -3,6 +3,7 @@
 
 #include "train/builders.h"
 #include "train/data.h"
+#include "train/grad_buffer.h"
 #include "train/grad_scaler.h"
 #include "train/model.h"
 #include "train/precision.h"
@@ -86,12 +87,5 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
 /// Mean loss over a loader in eval mode without gradients (the validation pass).
 double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
                      Precision precision = Precision::kFp32);
-
-/// Global L2 norm of the gradients as a 0-dim tensor on their device (no host sync).
-torch::Tensor grad_norm(const std::vector<torch::Tensor>& parameters);
-
-/// Scales gradients so their global norm is at most `max_norm`; returns the
-/// norm before clipping (0-dim tensor, no host sync).
-torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
 
 }  // namespace codefy::train

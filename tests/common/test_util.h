@@ -40,6 +40,13 @@ inline nlohmann::json read_json_file(const std::filesystem::path& path) {
   return nlohmann::json::parse(in);
 }
 
+/// Writes `j` to `path` (test fixtures).
+inline void write_json_file(const std::filesystem::path& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  out << j.dump(2);
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
 /// A committed golden-value file from tests/golden/ (made by scripts/golden/make_golden.py).
 inline nlohmann::json read_golden(const std::string& name) {
   return read_json_file(std::filesystem::path(CODEFY_SOURCE_DIR) / "tests/golden" / name);

@@ -1,0 +1,132 @@
+// The hand-written LibTorch training loop Codefy's TrainingLoop is measured
+// against (bench/step_time.sh): what a competent LibTorch user would write for
+// the same model, batch, optimizer and precision, with no node engine around
+// it. Prints one JSON line: per-epoch seconds, batches and updates per epoch.
+// `--gemm` measures the machine's sgemm / bf16 GEMM rate instead.
+//
+// Links only LibTorch (not Codefy), so nothing of Codefy's can help or hurt it.
+#include <ATen/autocast_mode.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+torch::nn::Sequential make_model(const std::string& name) {
+  namespace nn = torch::nn;
+  if (name == "tiny") return nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Linear(64, 10));
+  if (name == "mlp")
+    return nn::Sequential(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU(), nn::Linear(256, 10));
+  if (name == "cnn")
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                          nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                          nn::Flatten(), nn::Linear(32 * 7 * 7, 10));
+  throw std::invalid_argument("unknown model " + name);
+}
+
+std::vector<int64_t> input_shape(const std::string& model, int64_t n) {
+  if (model == "tiny") return {n, 32};
+  if (model == "mlp") return {n, 784};
+  return {n, 1, 28, 28};
+}
+
+double gemm_gflops(torch::ScalarType dtype, int64_t size, int reps) {
+  auto a = torch::randn({size, size}).to(dtype), b = torch::randn({size, size}).to(dtype);
+  auto c = torch::mm(a, b);  // warm-up
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    const auto t = Clock::now();
+    c = torch::mm(a, b);
+    const double s = std::chrono::duration<double>(Clock::now() - t).count();
+    best = std::max(best, 2.0 * static_cast<double>(size * size * size) / s / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Hand-written LibTorch training loop (Codefy benchmark baseline)"};
+  std::string model_name = "mlp", precision = "fp32";
+  int64_t batch = 64, accumulate = 1, samples = 19200, epochs = 4;
+  int threads = 0;
+  bool gemm = false, log_grad_norm = false;
+  app.add_option("--model", model_name)->check(CLI::IsMember({"tiny", "mlp", "cnn"}));
+  app.add_option("--batch", batch)->check(CLI::PositiveNumber);
+  app.add_option("--accumulate", accumulate)->check(CLI::PositiveNumber);
+  app.add_option("--precision", precision)->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--samples", samples)->check(CLI::PositiveNumber);
+  app.add_option("--epochs", epochs)->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "intra-op threads (0: LibTorch's default)");
+  app.add_flag("--grad-norm", log_grad_norm,
+               "also read the gradient norm at every update, the idiomatic LibTorch way (clip_grad_norm_)");
+  app.add_flag("--gemm", gemm, "measure GEMM GFLOP/s (fp32 and bf16) instead");
+  CLI11_PARSE(app, argc, argv);
+  if (threads > 0) torch::set_num_threads(threads);
+
+  if (gemm) {
+    nlohmann::json j = {{"threads", torch::get_num_threads()},
+                        {"fp32_gflops", gemm_gflops(torch::kFloat, 1024, 10)},
+                        {"bf16_gflops", gemm_gflops(torch::kBFloat16, 1024, 5)}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+
+  torch::manual_seed(0);
+  auto model = make_model(model_name);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
+  const torch::Tensor inputs = torch::randn(input_shape(model_name, samples));
+  const torch::Tensor targets = torch::randint(0, 10, {samples}, torch::kLong);
+  const int64_t batches = (samples + batch - 1) / batch;
+  const bool bf16 = precision == "bf16";
+
+  std::vector<double> epoch_seconds;
+  double last_loss = 0, grad_norm_sum = 0;
+  model->train();
+  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+    const auto t = Clock::now();
+    const torch::Tensor perm = torch::randperm(samples, torch::kLong);
+    double loss_sum = 0;
+    optimizer.zero_grad();
+    for (int64_t b = 0; b < batches; ++b) {
+      const torch::Tensor idx = perm.slice(0, b * batch, std::min((b + 1) * batch, samples));
+      const torch::Tensor x = inputs.index_select(0, idx), y = targets.index_select(0, idx);
+      torch::Tensor loss;
+      if (bf16) {
+        at::autocast::set_cpu_enabled(true);
+        at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+        loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+        at::autocast::set_cpu_enabled(false);
+        at::autocast::clear_cache();
+      } else {
+        loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+      }
+      (accumulate > 1 ? loss / static_cast<double>(accumulate) : loss).backward();
+      loss_sum += loss.item<double>();
+      if ((b + 1) % accumulate == 0 || b + 1 == batches) {
+        if (log_grad_norm)
+          grad_norm_sum += torch::nn::utils::clip_grad_norm_(model->parameters(), std::numeric_limits<double>::infinity());
+        optimizer.step();
+        optimizer.zero_grad();
+      }
+    }
+    last_loss = loss_sum / static_cast<double>(batches);
+    epoch_seconds.push_back(std::chrono::duration<double>(Clock::now() - t).count());
+  }
+  const nlohmann::json j = {{"epoch_seconds", epoch_seconds},
+                            {"batches_per_epoch", batches},
+                            {"updates_per_epoch", (batches + accumulate - 1) / accumulate},
+                            {"threads", torch::get_num_threads()},
+                            {"loss", last_loss},
+                            {"grad_norm_sum", grad_norm_sum}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
