@@ -168,7 +168,10 @@ void register_training_loop(NodeRegistry& r) {
        def::out("losses", DataType::kTensor, "Training loss per epoch"),
        def::out("val_losses", DataType::kTensor, "Validation loss per epoch (empty without val_dataloader)"),
        def::out("metrics", DataType::kAny, "Training metrics (final losses, best epoch, lr history, counters)"),
-       def::out("grad_scaler_state", DataType::kAny, "fp16 gradient scaler state (null unless fp16 ran)")},
+       def::out("grad_scaler_state", DataType::kAny, "fp16 gradient scaler state (null unless fp16 ran)"),
+       def::out("optimizer", DataType::kOptimizer,
+                "The optimizer after training, its state (moments, step counts) included: wire it to a "
+                "CheckpointSaver")},
       {def::integer("epochs", 5, "Passes over the training data", 1),
        def::device("Where to train ('auto' follows the run's device)"),
        def::integer("early_stopping_patience", 0, "Epochs without improvement before stopping (0 = off)", 0),
@@ -253,7 +256,8 @@ void register_training_loop(NodeRegistry& r) {
                     {"losses", to_tensor(res.losses)},
                     {"val_losses", to_tensor(res.val_losses)},
                     {"metrics", res.metrics},
-                    {"grad_scaler_state", res.grad_scaler_state}};
+                    {"grad_scaler_state", res.grad_scaler_state},
+                    {"optimizer", opt}};
   });
 }
 

@@ -134,6 +134,10 @@ TEST(Resume, TwoPartsLandOnTheWeightsOfOneUninterruptedRun) {
   EXPECT_EQ(m["lr_history"].back(), mf["lr_history"].back());
   EXPECT_EQ(std::get<double>(part2.outputs["load"]["epoch"]), 2.0);
   EXPECT_EQ(std::get<torch::Tensor>(part2.outputs["load"]["losses"]).numel(), 2);
+  // part1 saves TrainingLoop's optimizer output: the trained Adam, its moments included.
+  const auto& trained = std::get<train::OptimizerPtr>(part1.outputs["train"]["optimizer"]);
+  EXPECT_EQ(trained, std::get<train::OptimizerPtr>(part1.outputs["optimizer"]["optimizer"]));
+  EXPECT_FALSE(trained->optimizer->state().empty());
   // And a resumed run differs from a fresh 2-epoch one: the checkpoint did something.
   auto fresh = run_json(read_json(src / "part1.json"), 4, nullptr, temp_dir("resume_fresh"));
   EXPECT_FALSE(torch::equal(final_weights(fresh)[0].second, b[0].second));
