@@ -205,6 +205,11 @@ void register_training_loop(NodeRegistry& r) {
     o.grad_clip_norm = ctx.param_float("grad_clip_norm");
     o.device = ctx.device();
     device::reset_peak(o.device);  // the CPU's was reset when the node started; this adds CUDA's
+    nlohmann::json start_memory = nlohmann::json::object();  // model, data, optimizer state so far
+    for (const c10::Device d : {c10::Device(c10::kCPU), o.device}) {
+      const device::MemoryReading m = device::read_memory(d);
+      if (m.counted) start_memory[d.str()] = m.live_bytes;
+    }
     o.precision = train::parse_precision(ctx.param_string("precision"));
     o.accumulate_steps = ctx.param_int("accumulate_steps");
     o.max_steps = ctx.param_int("max_steps");
@@ -248,6 +253,7 @@ void register_training_loop(NodeRegistry& r) {
       if (m.counted) peaks[d.str()] = m.peak_bytes;
     }
     res.metrics["peak_memory_bytes"] = peaks;
+    res.metrics["start_memory_bytes"] = start_memory;
     res.metrics["warnings"] = ctx.warnings();
     auto to_tensor = [](const std::vector<double>& v) {
       return torch::tensor(std::vector<float>(v.begin(), v.end()), torch::kFloat);
