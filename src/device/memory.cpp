@@ -141,7 +141,8 @@ MemoryReading read_memory(c10::Device device) {
     namespace cca = c10::cuda::CUDACachingAllocator;
     const int index = device.has_index() ? device.index() : 0;
     const auto stats = cca::getDeviceStats(index);
-    const auto agg = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+    // StatType::AGGREGATE, index 0; the enum moved namespaces in LibTorch 2.6.
+    constexpr size_t agg = 0;
     r.counted = true;
     r.live_bytes = stats.allocated_bytes[agg].current;
     r.peak_bytes = stats.allocated_bytes[agg].peak;

@@ -10,12 +10,12 @@ namespace codefy::train {
 
 /// Global L2 norm of the parameters' gradients as a 0-dim float tensor on
 /// their device (no host sync). Parameters without a gradient count as zero.
-torch::Tensor grad_norm(const std::vector<torch::Tensor>& parameters);
+at::Tensor grad_norm(const std::vector<at::Tensor>& parameters);
 
 /// Scales gradients so their global norm is at most `max_norm` (PyTorch's
 /// clip_grad_norm_: coefficient max_norm / (norm + 1e-6), clamped at 1);
 /// returns the norm before clipping (0-dim tensor, no host sync).
-torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+at::Tensor clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm);
 
 /// The parameters' gradients as views into one contiguous buffer per (device,
 /// dtype), as DDP's gradient_as_bucket_view: zeroing, the global norm and
@@ -29,7 +29,7 @@ torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& parameters, doubl
 /// If anything replaces a bound gradient, the next sync() binds it again.
 class GradBuffer {
  public:
-  explicit GradBuffer(std::vector<torch::Tensor> parameters);
+  explicit GradBuffer(std::vector<at::Tensor> parameters);
 
   /// Binds every parameter whose gradient is defined but not its view
   /// (copying the values). Call after backward, before norm()/clip().
@@ -37,18 +37,18 @@ class GradBuffer {
   /// Zeroes every gradient (one fill per buffer) and keeps the views.
   void zero();
   /// Global L2 norm of all gradients, 0-dim float tensor, no host sync.
-  torch::Tensor norm() const;
+  at::Tensor norm() const;
   /// clip_grad_norm over the buffer; returns the norm before clipping.
-  torch::Tensor clip(double max_norm);
+  at::Tensor clip(double max_norm);
 
-  const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+  const std::vector<at::Tensor>& parameters() const { return parameters_; }
   /// The buffers themselves (one per device and dtype).
-  const std::vector<torch::Tensor>& buffers() const { return buffers_; }
+  const std::vector<at::Tensor>& buffers() const { return buffers_; }
 
  private:
-  std::vector<torch::Tensor> parameters_;
-  std::vector<torch::Tensor> buffers_;
-  std::vector<torch::Tensor> views_;  ///< views_[i] is parameters_[i]'s slice of its buffer
+  std::vector<at::Tensor> parameters_;
+  std::vector<at::Tensor> buffers_;
+  std::vector<at::Tensor> views_;  ///< views_[i] is parameters_[i]'s slice of its buffer
 };
 
 }  // namespace codefy::train

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Copies the header-only nlohmann/json into build-gpu-deps/include so that
+# tests/gpu/check.sh can build on a GPU machine that has only PyTorch.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mkdir -p build-gpu-deps/include
+cp -r /usr/include/nlohmann build-gpu-deps/include/
+du -sh build-gpu-deps
