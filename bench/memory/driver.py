@@ -18,6 +18,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from graphlib import sequential_spec  # noqa: E402
 
 
 def layers():
@@ -27,16 +29,7 @@ def layers():
             ("Conv2d", {"in_channels": 32, "out_channels": 32, "kernel_size": 3, "padding": 1}), ("ReLU", {}),
             ("AdaptiveAvgPool2d", {"output_size": 1}), ("Flatten", {}),
             ("Linear", {"in_features": 32, "out_features": 10})]
-    nodes = [{"id": "in", "type": "Input", "ports": [{"id": "p_x", "name": "x"}]}]
-    edges, prev = [], "in"
-    for i, (t, p) in enumerate(spec):
-        nodes.append({"id": "l%d" % i, "type": t, "params": p})
-        edges.append({"id": "e%d" % i, "source": prev, "target": "l%d" % i})
-        prev = "l%d" % i
-    edges[0]["sourceHandle"] = "p_x"
-    nodes.append({"id": "out", "type": "Output", "ports": [{"id": "p_y", "name": "y"}]})
-    edges.append({"id": "e_out", "source": prev, "target": "out", "targetHandle": "p_y"})
-    return json.dumps({"version": 2, "nodes": nodes, "edges": edges})
+    return sequential_spec(spec)
 
 
 def graph(batch, accumulate, precision, updates):

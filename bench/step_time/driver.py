@@ -19,6 +19,8 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from graphlib import sequential_spec  # noqa: E402
 
 # name, model, batch, accumulate, precision, samples
 CASES = [
@@ -63,16 +65,7 @@ def layer_spec(model):
                   ("Conv2d", {"in_channels": 16, "out_channels": 32, "kernel_size": 3, "padding": 1}), ("ReLU", {}),
                   ("MaxPool2d", {"kernel_size": 2}), ("Flatten", {}),
                   ("Linear", {"in_features": 32 * 7 * 7, "out_features": 10})]
-    nodes = [{"id": "in", "type": "Input", "ports": [{"id": "p_x", "name": "x"}]}]
-    edges, prev = [], "in"
-    for i, (t, p) in enumerate(layers):
-        nodes.append({"id": "l%d" % i, "type": t, "params": p})
-        edges.append({"id": "e%d" % i, "source": prev, "target": "l%d" % i})
-        prev = "l%d" % i
-    nodes.append({"id": "out", "type": "Output", "ports": [{"id": "p_y", "name": "y"}]})
-    edges.append({"id": "e_out", "source": prev, "target": "out", "targetHandle": "p_y"})
-    edges[0]["sourceHandle"] = "p_x"
-    return json.dumps({"version": 2, "nodes": nodes, "edges": edges})
+    return sequential_spec(layers)
 
 
 def codefy_graph(model, batch, accumulate, precision, samples, epochs, log_grad_norm):

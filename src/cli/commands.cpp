@@ -6,6 +6,8 @@
 #include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/validate.h"
+#include "server/api.h"
+#include "server/http_server.h"
 #include "util/atomic_file.h"
 
 #include <boost/beast/core/detail/base64.hpp>
@@ -15,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <pthread.h>
+#include <random>
 #include <thread>
 
 namespace codefy::cli {
@@ -113,11 +116,7 @@ int validate_graph(const std::string& path, bool json) {
     return kExitOk;
   } catch (const graph::ValidationError& e) {
     if (json) {
-      nlohmann::json issues = nlohmann::json::array();
-      for (const auto& i : e.issues())
-        issues.push_back({{"graph", i.graph}, {"node_id", i.node_id}, {"node_type", i.node_type},
-                          {"field", i.field}, {"message", i.message}});
-      std::printf("%s\n", nlohmann::json{{"valid", false}, {"issues", issues}}.dump().c_str());
+      std::printf("%s\n", nlohmann::json{{"valid", false}, {"issues", graph::issues_json(e.issues())}}.dump().c_str());
     } else {
       std::fprintf(stderr, "%s\n", e.what());
     }
@@ -208,6 +207,38 @@ int run_graph(const RunCommand& cmd) {
                         kExitRuntimeError);
   } catch (const std::exception& e) {
     return report_error("error", e.what(), {}, kExitRuntimeError);
+  }
+}
+
+int serve(const ServeCommand& cmd) {
+  device::configure_threads();
+  server::ApiOptions options;
+  options.data_dir = cmd.data_dir;
+  try {
+    options.stores = store::StoreSettings::from_env();
+    options.devices = {"cpu"};
+    for (int i = 0; i < device::system_probe().cuda_count(); ++i) options.devices.push_back("cuda:" + std::to_string(i));
+    std::random_device rd;
+    char hex[65];
+    for (int i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
+    options.token = hex;
+    server::Api api(options, NodeRegistry::builtin());
+    server::ServerOptions so;
+    so.host = cmd.host;
+    so.port = cmd.port;
+    server::HttpServer http(so, api);
+    const uint16_t port = http.start();
+    std::printf("Codefy serving on http://%s:%u (data in %s; Ctrl-C stops)\n", cmd.host.c_str(), port,
+                std::filesystem::absolute(cmd.data_dir).string().c_str());
+    std::fflush(stdout);
+    while (!current_token().cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::printf("stopping: runs end after their current batch\n");
+    api.shutdown();  // runs answer "stopped" while the server can still send it
+    http.stop();
+    return kExitOk;  // ~Api stops the run queues; files on disk were written whole (write-then-rename)
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitRuntimeError;
   }
 }
 

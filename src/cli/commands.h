@@ -26,7 +26,15 @@ struct RunCommand {
   std::string out_dir = "codefy-out";
 };
 
+struct ServeCommand {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;
+  std::string data_dir = "codefy-data";
+};
+
 int run_graph(const RunCommand& cmd);
+/// `codefy serve`: the HTTP API until SIGINT/SIGTERM, then stops runs between batches.
+int serve(const ServeCommand& cmd);
 int validate_graph(const std::string& path, bool json);
 int list_nodes(bool json);
 int show_devices(bool json);

@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
   auto* nodes_cmd = app.add_subcommand("nodes", "List node types (--json: CodefyUI's /api/nodes shape)");
   nodes_cmd->add_flag("--json", nodes_json, "JSON output");
 
+  ServeCommand serve_opts;
+  auto* serve_cmd = app.add_subcommand("serve", "The HTTP API for the editor and scripts");
+  serve_cmd->add_option("--host", serve_opts.host, "Address to listen on")->capture_default_str();
+  serve_cmd->add_option("--port", serve_opts.port, "Port (0: any free one)")->capture_default_str();
+  serve_cmd->add_option("--data-dir", serve_opts.data_dir, "Saved graphs and model files")->capture_default_str();
+
   bool devices_json = false;
   auto* devices_cmd = app.add_subcommand("devices", "Devices, threads and the BLAS in use");
   devices_cmd->alias("doctor");
@@ -52,5 +58,6 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return validate_graph(validate_path, validate_json);
   if (*nodes_cmd) return list_nodes(nodes_json);
   if (*devices_cmd) return show_devices(devices_json);
+  if (*serve_cmd) return serve(serve_opts);
   return kExitUsage;
 }

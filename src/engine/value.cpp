@@ -1,5 +1,7 @@
 #include "engine/value.h"
 
+#include <torch/torch.h>
+
 #include <sstream>
 
 namespace codefy {
@@ -108,4 +110,65 @@ std::string to_display_string(const Value& v) {
   return summarize(v).dump();
 }
 
+namespace {
+
+/// The tensors an optimizer keeps per parameter (moments, momentum buffers).
+void count_optimizer_state(const torch::optim::Optimizer& o, store::StorageCounter& c) {
+  for (const auto& [key, state] : o.state()) {
+    (void)key;
+    const auto* s = state.get();
+    if (const auto* a = dynamic_cast<const torch::optim::AdamParamState*>(s)) {
+      c.add(a->exp_avg()), c.add(a->exp_avg_sq()), c.add(a->max_exp_avg_sq());
+    } else if (const auto* w = dynamic_cast<const torch::optim::AdamWParamState*>(s)) {
+      c.add(w->exp_avg()), c.add(w->exp_avg_sq()), c.add(w->max_exp_avg_sq());
+    } else if (const auto* m = dynamic_cast<const torch::optim::SGDParamState*>(s)) {
+      c.add(m->momentum_buffer());
+    } else if (const auto* r = dynamic_cast<const torch::optim::RMSpropParamState*>(s)) {
+      c.add(r->square_avg()), c.add(r->momentum_buffer()), c.add(r->grad_avg());
+    } else if (const auto* g = dynamic_cast<const torch::optim::AdagradParamState*>(s)) {
+      c.add(g->sum());
+    }
+  }
+  for (const auto& group : o.param_groups())
+    for (const auto& p : group.params()) c.add(p);
+}
+
+}  // namespace
+
+void count_bytes(const Value& v, store::StorageCounter& c) {
+  std::visit(Overloaded{
+                 [](const std::monostate&) {},
+                 [&](const torch::Tensor& t) { c.add(t); },
+                 [&](const double&) { c.add_bytes(sizeof(double)); },
+                 [&](const std::string& s) { c.add_bytes(static_cast<int64_t>(s.size())); },
+                 [&](const nlohmann::json& j) { c.add_bytes(static_cast<int64_t>(j.dump().size())); },
+                 [&](const Image& i) { c.add_bytes(static_cast<int64_t>(i.png_base64.size())); },
+                 [&](const train::ModelPtr& m) {
+                   if (m) c.add(*m);
+                 },
+                 [&](const train::DatasetPtr& d) {
+                   if (d) c.add(d->inputs), c.add(d->targets);
+                 },
+                 [&](const train::DataLoaderPtr& l) {
+                   if (l && l->dataset_ptr()) c.add(l->dataset_ptr()->inputs), c.add(l->dataset_ptr()->targets);
+                 },
+                 [&](const train::OptimizerPtr& o) {
+                   if (o && o->optimizer) count_optimizer_state(*o->optimizer, c);
+                 },
+                 [](const train::LossPtr&) {},
+                 [](const train::SchedulerPtr&) {},
+             },
+             v);
+}
+
+int64_t value_bytes(const ValueMap& values) {
+  store::StorageCounter c;
+  for (const auto& [port, v] : values) {
+    (void)port;
+    count_bytes(v, c);
+  }
+  return c.total();
+}
+
 }  // namespace codefy
+

@@ -5,6 +5,7 @@
 #include "train/data.h"
 #include "train/model.h"
 #include "train/schedulers.h"
+#include "store/sizing.h"
 
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
@@ -37,6 +38,13 @@ const char* value_kind(const Value& v);
 /// A small JSON summary for events and `--json` output (shape and dtype of a
 /// tensor, parameter count of a model, the value of a scalar...), never the data.
 nlohmann::json summarize(const Value& v);
+
+/// Adds the bytes a value holds to `counter` (R-MEM-2): tensors by storage,
+/// each storage once; models by parameters and buffers; datasets and loaders
+/// by their tensors; optimizers by their state; text and pictures by length.
+void count_bytes(const Value& v, store::StorageCounter& counter);
+/// Bytes held by a node's outputs, shared storage counted once.
+int64_t value_bytes(const ValueMap& values);
 
 /// Human-readable text of a value for Print.
 std::string to_display_string(const Value& v);

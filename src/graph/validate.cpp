@@ -163,4 +163,12 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
   return issues;
 }
 
+json issues_json(const std::vector<Issue>& issues) {
+  json a = json::array();
+  for (const auto& i : issues)
+    a.push_back({{"graph", i.graph}, {"node_id", i.node_id}, {"node_type", i.node_type}, {"field", i.field},
+                 {"message", i.message}});
+  return a;
+}
+
 }  // namespace codefy::graph

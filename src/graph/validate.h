@@ -21,6 +21,9 @@ struct Issue {
 };
 
 /// Thrown by anything that refuses an invalid graph; carries every issue.
+/// The issues as JSON: [{graph, node_id, node_type, field, message}, ...].
+json issues_json(const std::vector<Issue>& issues);
+
 class ValidationError : public std::runtime_error {
  public:
   explicit ValidationError(std::vector<Issue> issues);

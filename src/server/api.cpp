@@ -1,0 +1,426 @@
+#include "server/api.h"
+
+#include "device/catalogue.h"
+#include "engine/executor.h"
+#include "engine/value.h"
+#include "graph/graph.h"
+#include "graph/validate.h"
+#include "util/atomic_file.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+namespace codefy::server {
+
+namespace fs = std::filesystem;
+
+std::string Request::header(const std::string& lower_name) const {
+  auto it = headers.find(lower_name);
+  return it == headers.end() ? std::string() : it->second;
+}
+
+Response Response::json(int status, const nlohmann::json& j) {
+  Response r;
+  r.status = status;
+  r.body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
+Response Response::error(int status, const std::string& message) { return json(status, {{"detail", message}}); }
+
+std::string sanitize_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool keep = std::isalnum(u) || c == '-' || c == '_' || u >= 0x80;  // UTF-8 letters stay, as str.isalnum
+    out += keep ? c : '_';
+  }
+  return out;
+}
+
+/// What the server keeps of a run it started (GET /api/runs/{id}).
+struct Api::RunRecord {
+  std::string graph;
+  std::string device;
+  nlohmann::json metrics = nlohmann::json::object();
+  std::vector<std::string> warnings;
+  nlohmann::json error;  ///< null, or {code, message, node_id}
+};
+
+namespace {
+
+/// Collects warnings and TrainingLoop metrics of a headless run.
+class RunObserver : public Observer {
+ public:
+  void on_warning(const NodeRef& n, const std::string& m) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    warnings.push_back(n.id + ": " + m);
+  }
+  std::mutex mutex;
+  std::vector<std::string> warnings;
+};
+
+nlohmann::json parse_body(const Request& r) {
+  if (r.body.empty()) return nlohmann::json::object();
+  return nlohmann::json::parse(r.body);  // throws nlohmann::json::parse_error
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  std::stringstream in(path);
+  std::string p;
+  while (std::getline(in, p, '/'))
+    if (!p.empty()) parts.push_back(p);
+  return parts;
+}
+
+nlohmann::json outputs_json(const PreparedGraph& prepared, const RunResult& result) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [id, outputs] : result.outputs) {
+    nlohmann::json node = nlohmann::json::object();
+    for (const auto& [port, value] : outputs) {
+      if (const auto* m = std::get_if<nlohmann::json>(&value)) node[port] = *m;  // metrics dicts as they are
+      else node[port] = summarize(value);
+    }
+    (void)prepared;
+    j[id] = node;
+  }
+  return j;
+}
+
+}  // namespace
+
+Api::Api(ApiOptions options, const NodeRegistry& registry)
+    : options_(std::move(options)),
+      registry_(registry),
+      queues_(std::make_unique<RunQueues>(options_.devices)),
+      run_outputs_(options_.stores.run_output_store) {
+  fs::create_directories(graphs_dir());
+  std::random_device rd;
+  char hex[33];
+  for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
+  boot_id_ = hex;
+}
+
+Api::~Api() { shutdown(); }
+
+void Api::shutdown() { queues_->close(); }
+
+fs::path Api::graphs_dir() const { return options_.data_dir / "graphs"; }
+
+void Api::listen_on(const std::string& host, uint16_t port) {
+  const std::string p = ":" + std::to_string(port);
+  std::vector<std::string> names = {"127.0.0.1", "localhost", "[::1]"};
+  if (std::find(names.begin(), names.end(), host) == names.end() && host != "0.0.0.0" && host != "::")
+    names.push_back(host.find(':') != std::string::npos ? "[" + host + "]" : host);
+  for (const auto& n : names) {
+    options_.allowed_hosts.push_back(n + p);
+    options_.allowed_hosts.push_back(n);
+    options_.allowed_origins.push_back("http://" + n + p);
+  }
+}
+
+bool Api::host_allowed(const std::string& host) const {
+  return std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), host) != options_.allowed_hosts.end();
+}
+
+bool Api::origin_allowed(const std::string& origin) const {
+  return std::find(options_.allowed_origins.begin(), options_.allowed_origins.end(), origin) !=
+         options_.allowed_origins.end();
+}
+
+std::optional<Response> Api::check_access(const Request& r) const {
+  // CodefyUI's answers: 421 for a foreign Host (DNS rebinding), 403 for the token.
+  if (!host_allowed(r.header("host"))) return Response::error(421, "Misdirected Request (Host not allowed)");
+  const std::string origin = r.header("origin");
+  if (!origin.empty() && !origin_allowed(origin)) return Response::error(403, "Origin not allowed");
+  const bool mutating = r.method != "GET" && r.method != "HEAD" && r.method != "OPTIONS";
+  if (mutating && r.header("x-codefyui-token") != options_.token)
+    return Response::error(403, "Missing or invalid X-CodefyUI-Token header");
+  return std::nullopt;
+}
+
+nlohmann::json Api::health() const {
+  const auto runs = run_outputs_.stats();
+  nlohmann::json j = {
+      {"status", "ok"},
+      {"version", CODEFY_VERSION},
+      {"boot_id", boot_id_},
+      {"nodes_loaded", registry_.list().size()},
+      {"queues", queues_->queues_json()},
+      {"caches",
+       {{"execution_cache",
+         {{"instances", 0}, {"entries", 0}, {"bytes", 0}, {"max_bytes_each", options_.stores.execution_cache.max_bytes}}},
+        {"run_output_store",
+         {{"runs", runs.entries},
+          {"max_runs", options_.stores.run_output_store.max_entries},
+          {"bytes", runs.bytes},
+          {"max_bytes", options_.stores.run_output_store.max_bytes}}},
+        {"node_state_store",
+         {{"modules", 0},
+          {"max_modules", options_.stores.node_state_store.max_entries},
+          {"bytes", 0},
+          {"max_bytes", options_.stores.node_state_store.max_bytes}}}}}};
+  return j;
+}
+
+void Api::handle(const Request& r, Respond respond) {
+  try {
+    if (auto denied = check_access(r)) return respond(*denied);
+    const auto parts = split_path(r.path);
+    const auto route = [&](const std::string& method, std::initializer_list<const char*> prefix, size_t extra) {
+      if (r.method != method || parts.size() != prefix.size() + extra) return false;
+      size_t i = 0;
+      for (const char* p : prefix)
+        if (parts[i++] != p) return false;
+      return true;
+    };
+
+    if (route("GET", {"api", "health"}, 0)) return respond(Response::json(200, health()));
+    if (route("GET", {"api", "auth", "bootstrap"}, 0)) {
+      if (!r.from_loopback) return respond(Response::error(403, "the token is only given to loopback clients"));
+      return respond(Response::json(200, {{"token", options_.token}}));
+    }
+    if (route("GET", {"api", "nodes"}, 0)) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto* t : registry_.list()) a.push_back(graph::to_json(t->def));
+      return respond(Response::json(200, a));
+    }
+    if (route("GET", {"api", "nodes"}, 1)) {
+      const auto* t = registry_.get(parts[2]);
+      if (!t) return respond(Response::error(404, "Node '" + parts[2] + "' not found"));
+      return respond(Response::json(200, graph::to_json(t->def)));
+    }
+    if (route("GET", {"api", "system", "devices"}, 0)) {  // memory read now (R-DEV-2)
+      nlohmann::json devices = device::to_json(device::device_catalogue(device::system_probe()));
+      std::string fallback = "cpu";
+      for (auto& d : devices) {  // CodefyUI's keys next to Codefy's
+        d["value"] = d["device"];
+        d["detail"] = d.value("name", "");
+        d["available"] = true;
+        if (d["device"] == "cuda" || (fallback == "cpu" && d["device"] == "mps")) fallback = d["device"];
+      }
+      return respond(Response::json(200, {{"default", fallback}, {"devices", devices}}));
+    }
+    if (route("POST", {"api", "graph", "validate"}, 0)) {
+      try {
+        prepare(graph::graph_from_json(parse_body(r), "request"), registry_);
+        return respond(Response::json(
+            200, {{"valid", true}, {"errors", nlohmann::json::array()}, {"issues", nlohmann::json::array()}}));
+      } catch (const graph::ValidationError& e) {
+        nlohmann::json errors = nlohmann::json::array();
+        for (const auto& i : e.issues()) errors.push_back(i.message);
+        return respond(
+            Response::json(200, {{"valid", false}, {"errors", errors}, {"issues", graph::issues_json(e.issues())}}));
+      }
+    }
+    if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "graph" &&
+        (parts[2] == "save" || parts[2] == "load" || parts[2] == "list"))
+      return respond(graph_file_route(r, parts[2]));
+    if (route("POST", {"api", "graph", "run"}, 1)) return run_graph(parts[3], parse_body(r), std::move(respond));
+    if (route("GET", {"api", "runs"}, 0)) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& i : queues_->runs())
+        a.push_back({{"run_id", i.id}, {"device", i.queue}, {"status", to_string(i.state)}, {"position", i.position}});
+      return respond(Response::json(200, {{"runs", a}}));
+    }
+    if (route("GET", {"api", "runs"}, 1)) {
+      const auto info = queues_->info(parts[2]);
+      if (!info) return respond(Response::error(404, "Run '" + parts[2] + "' not found"));
+      nlohmann::json j = {{"run_id", info->id},          {"device", info->queue},
+                          {"status", to_string(info->state)}, {"queue_position", info->position},
+                          {"seconds", info->seconds}};
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto rec = records_.find(info->id); rec != records_.end()) {
+        j["graph"] = rec->second->graph;
+        j["metrics"] = rec->second->metrics;
+        j["warnings"] = rec->second->warnings;
+        j["error"] = rec->second->error;
+      }
+      return respond(Response::json(200, j));
+    }
+    if (route("POST", {"api", "runs"}, 2) && parts[3] == "stop") {
+      if (!queues_->info(parts[2])) return respond(Response::error(404, "Run '" + parts[2] + "' not found"));
+      const bool stopped = queues_->stop(parts[2]);
+      return respond(Response::json(200, {{"run_id", parts[2]}, {"stopping", stopped}}));
+    }
+    return respond(Response::error(404, "Not Found"));
+  } catch (const nlohmann::json::parse_error& e) {
+    return respond(Response::error(400, std::string("malformed JSON: ") + e.what()));
+  } catch (const graph::GraphFormatError& e) {
+    return respond(Response::error(400, e.what()));
+  } catch (const std::invalid_argument& e) {
+    return respond(Response::error(400, e.what()));
+  } catch (const std::exception& e) {
+    return respond(Response::error(500, e.what()));
+  }
+}
+
+Response Api::graph_file_route(const Request& r, const std::string& action) {
+  const auto parts = split_path(r.path);
+  if (action == "list" && r.method == "GET" && parts.size() == 3) {
+    nlohmann::json list = nlohmann::json::array();
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(graphs_dir()))
+      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      try {
+        std::ifstream in(f);
+        const auto j = nlohmann::json::parse(in);
+        const auto mtime = fs::last_write_time(f).time_since_epoch();
+        list.push_back({{"name", j.is_object() ? j.value("name", f.stem().string()) : f.stem().string()},
+                        {"file", f.stem().string()},
+                        {"modified", std::chrono::duration<double>(mtime).count()}});
+      } catch (const std::exception&) {  // unreadable files are skipped, as CodefyUI does
+      }
+    }
+    return Response::json(200, list);
+  }
+  if (action == "load" && r.method == "GET" && parts.size() == 4) {
+    const fs::path file = graphs_dir() / (sanitize_name(parts[3]) + ".json");
+    if (parts[3].empty() || !fs::exists(file)) return Response::error(404, "Graph '" + parts[3] + "' not found");
+    std::ifstream in(file);
+    return Response::json(200, nlohmann::json::parse(in));
+  }
+  if (action == "save" && r.method == "POST" && parts.size() == 3) {
+    nlohmann::json body = parse_body(r);
+    if (!body.is_object()) return Response::error(400, "expected a graph JSON object");
+    std::string target = body.value("file", std::string());
+    const bool has_file = !target.empty();
+    if (target.empty()) target = body.value("name", std::string());
+    if (target.empty()) return Response::error(400, "the graph needs a \"name\" (or a \"file\") to be saved under");
+    const std::string stem = sanitize_name(target);
+    const fs::path path = graphs_dir() / (stem + ".json");
+    const bool no_overwrite = body.contains("overwrite") && body["overwrite"] == false;
+    if (no_overwrite && !has_file && fs::exists(path)) {
+      std::string stored = stem;
+      try {
+        std::ifstream in(path);
+        stored = nlohmann::json::parse(in).value("name", stem);
+      } catch (const std::exception&) {
+      }
+      return Response::json(409, {{"detail", {{"error", "graph_exists"}, {"file", stem}, {"name", stored}}}});
+    }
+    body.erase("file");
+    body.erase("overwrite");
+    graph::graph_from_json(body, stem);  // a graph file at all (throws GraphFormatError → 400)
+    util::write_file_atomic(path, body.dump(2) + "\n");
+    return Response::json(200, {{"message", "Graph saved"}, {"path", fs::absolute(path).string()}, {"file", stem}});
+  }
+  return Response::error(404, "Not Found");
+}
+
+static nlohmann::json run_envelope(const std::string& run_id, const std::string& graph, const std::string& device) {
+  return {{"status", "error"}, {"run_id", run_id}, {"graph", graph}, {"app", nullptr}, {"version", nullptr},
+          {"device", device},  {"outputs", nullptr}, {"error", nullptr}, {"timing", {{"total_s", 0.0}}}};
+}
+
+static Response enveloped_error(int status, const std::string& graph, const std::string& code, const std::string& message,
+                         nlohmann::json details = nullptr) {
+  nlohmann::json e = run_envelope("", graph, "cpu");
+  e["error"] = {{"code", code}, {"message", message}, {"node_id", nullptr}, {"details", std::move(details)}};
+  return Response::json(status, e);
+}
+
+void Api::run_graph(const std::string& name, const nlohmann::json& body, Respond respond) {
+  const fs::path file = graphs_dir() / (sanitize_name(name) + ".json");
+  if (sanitize_name(name) != name || !fs::exists(file))
+    return respond(enveloped_error(404, name, "graph_not_found", "Graph '" + name + "' not found"));
+  if (!body.is_object())
+    return respond(enveloped_error(422, name, "invalid_input", "invalid request body",
+                                   {{{"field", "body"}, {"reason", "body must be a JSON object"}}}));
+  graph::Graph g;
+  try {
+    g = graph::load_graph_file(file);
+  } catch (const graph::GraphFormatError& e) {
+    return respond(enveloped_error(500, name, "graph_unreadable", e.what()));
+  }
+  PreparedGraph prepared;
+  try {
+    prepared = prepare(g, registry_);
+  } catch (const graph::ValidationError& e) {
+    return respond(enveloped_error(409, name, "invalid_graph", "graph failed validation", graph::issues_json(e.issues())));
+  }
+  const std::string requested = body.value("device", std::string("auto"));
+  const device::DeviceChoice choice = device::resolve_device(requested, device::DeviceSource{name, "", "", "device"});
+  const std::string queue = choice.device.str();
+  auto record = std::make_shared<RunRecord>();
+  record->graph = name;
+  record->device = queue;
+  record->warnings = choice.warnings;
+  const uint64_t seed = body.value("seed", uint64_t{0});
+  auto shared_prepared = std::make_shared<PreparedGraph>(std::move(prepared));
+  auto job = [this, record, shared_prepared, seed, queue, respond, name](const CancellationToken& token,
+                                                                         const std::string& run_id) {
+    RunObserver observer;
+    RunSettings settings;
+    settings.seed = seed;
+    settings.device = queue;
+    settings.base_dir = shared_prepared->graph.base_dir;
+    settings.cancel = token;
+    settings.observer = &observer;
+    const auto t0 = std::chrono::steady_clock::now();
+    nlohmann::json envelope = run_envelope(run_id, name, queue);
+    int http_status = 200;
+    nlohmann::json metrics = nlohmann::json::object();
+    auto finish = [&](const std::string& status, nlohmann::json error, nlohmann::json outputs) {
+      std::vector<std::string> warnings;
+      {
+        std::lock_guard<std::mutex> lock(observer.mutex);
+        warnings = observer.warnings;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);  // GET /api/runs/{id} reads the record
+        record->warnings.insert(record->warnings.end(), warnings.begin(), warnings.end());
+        record->error = error;
+        record->metrics = metrics;
+        envelope["warnings"] = record->warnings;
+      }
+      envelope["status"] = status;
+      envelope["outputs"] = std::move(outputs);
+      envelope["error"] = std::move(error);
+      envelope["timing"] = {
+          {"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+    };
+    try {
+      RunResult result = Executor(registry_).run(*shared_prepared, settings);
+      for (const auto& [id, outputs] : result.outputs)
+        if (auto m = outputs.find("metrics"); m != outputs.end())
+          if (const auto* j = std::get_if<nlohmann::json>(&m->second)) metrics[id] = *j;
+      finish("ok", nullptr, outputs_json(*shared_prepared, result));
+    } catch (const Cancelled&) {
+      finish("stopped", {{"code", "stopped"}, {"message", "the run was stopped"}, {"node_id", nullptr}, {"details", nullptr}},
+             nullptr);
+    } catch (const NodeOOMError& e) {
+      http_status = 500;
+      finish("error",
+             {{"code", "out_of_memory"}, {"message", e.what()}, {"node_id", e.node_id()}, {"details", nullptr}},
+             nullptr);
+    } catch (const NodeError& e) {
+      http_status = 500;
+      finish("error",
+             {{"code", "execution_error"}, {"message", e.what()}, {"node_id", e.node_id()}, {"details", nullptr}},
+             nullptr);
+    } catch (const std::exception& e) {
+      http_status = 500;
+      finish("error", {{"code", "execution_error"}, {"message", e.what()}, {"node_id", nullptr}, {"details", nullptr}},
+             nullptr);
+    }
+    const std::string status = envelope["status"];
+    respond(Response::json(http_status, envelope));
+    // The queue keeps the run's end state too (GET /api/runs/{id}).
+    if (status == "stopped") throw Cancelled();
+    if (status == "error") throw std::runtime_error(envelope["error"].value("message", std::string("error")));
+  };
+  std::lock_guard<std::mutex> lock(mutex_);  // held so the record is in place before the run can look
+  records_[queues_->submit(queue, std::move(job))] = record;
+  for (auto it = records_.begin(); it != records_.end();)  // the queues forget old finished runs; so do we
+    it = queues_->info(it->first) ? std::next(it) : records_.erase(it);
+}
+
+}  // namespace codefy::server

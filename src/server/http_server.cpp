@@ -1,0 +1,205 @@
+#include "server/http_server.h"
+
+#include "server/api.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace codefy::server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// Percent-decoding ('+' stays '+' in paths; in queries it is a space).
+std::string decode(const std::string& s, bool query) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() + 0 && i + 2 <= s.size() - 1 + 0 && hex_value(s[i + 1]) >= 0 &&
+        hex_value(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+      i += 2;
+    } else if (query && s[i] == '+') {
+      out += ' ';
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+Request to_request(const http::request<http::string_body>& req, bool loopback) {
+  Request r;
+  r.method = std::string(req.method_string());
+  const std::string target(req.target());
+  const size_t q = target.find('?');
+  r.path = decode(target.substr(0, q), false);
+  if (q != std::string::npos) {
+    std::string rest = target.substr(q + 1);
+    size_t start = 0;
+    while (start <= rest.size()) {
+      const size_t amp = rest.find('&', start);
+      const std::string pair = rest.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
+      const size_t eq = pair.find('=');
+      if (!pair.empty()) r.query[decode(pair.substr(0, eq), true)] = eq == std::string::npos ? "" : decode(pair.substr(eq + 1), true);
+      if (amp == std::string::npos) break;
+      start = amp + 1;
+    }
+  }
+  for (const auto& f : req) {
+    std::string name(f.name_string());
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    r.headers[name] = std::string(f.value());
+  }
+  r.body = req.body();
+  r.from_loopback = loopback;
+  return r;
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, Api& api, const ServerOptions& options)
+      : stream_(std::move(socket)), api_(api), options_(options) {}
+
+  void run() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::read, shared_from_this())); }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(options_.body_limit);
+    parser_->header_limit(32 * 1024);
+    stream_.expires_after(options_.read_timeout);
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::body_limit) {
+      keep_alive_ = false;
+      return write(Response::error(413, "request body over the limit of " + std::to_string(options_.body_limit) +
+                                            " bytes"));
+    }
+    if (ec == http::error::header_limit) {
+      keep_alive_ = false;
+      return write(Response::error(431, "request headers too large"));
+    }
+    if (ec) return close();  // end of stream, timeout, reset, or not HTTP at all
+    const auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    version_ = req.version();
+    beast::error_code ep_ec;
+    const auto remote = stream_.socket().remote_endpoint(ep_ec);
+    const Request request = to_request(req, !ep_ec && remote.address().is_loopback());
+    stream_.expires_never();  // a run may take long: the answer comes when it ends
+    auto self = shared_from_this();
+    api_.handle(request, [self](Response response) {
+      net::post(self->stream_.get_executor(),
+                [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
+    });
+  }
+
+  void write(Response r) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
+    res->set(http::field::server, "codefy");
+    res->set(http::field::content_type, r.content_type);
+    res->set(http::field::cache_control, "no-store");
+    for (const auto& [k, v] : r.headers) res->set(k, v);
+    res->keep_alive(keep_alive_);
+    res->body() = std::move(r.body);
+    res->prepare_payload();
+    stream_.expires_after(options_.read_timeout);
+    auto self = shared_from_this();
+    http::async_write(stream_, *res, [self, res](beast::error_code ec, std::size_t) {
+      if (ec || res->need_eof()) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Api& api_;
+  const ServerOptions& options_;
+  bool keep_alive_ = false;
+  unsigned version_ = 11;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(ServerOptions o, Api& a) : options(std::move(o)), api(a), ioc(options.io_threads), acceptor(ioc) {}
+
+  void accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (!ec) std::make_shared<Session>(std::move(socket), api, options)->run();
+      if (acceptor.is_open()) accept();
+    });
+  }
+
+  ServerOptions options;
+  Api& api;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::vector<std::thread> threads;
+};
+
+HttpServer::HttpServer(ServerOptions options, Api& api) : impl_(std::make_unique<Impl>(std::move(options), api)) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+uint16_t HttpServer::start() {
+  beast::error_code ec;
+  const auto address = net::ip::make_address(impl_->options.host, ec);
+  if (ec) throw std::runtime_error("cannot use host \"" + impl_->options.host + "\": " + ec.message());
+  const tcp::endpoint endpoint(address, impl_->options.port);
+  auto& acc = impl_->acceptor;
+  acc.open(endpoint.protocol(), ec);
+  if (!ec) acc.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acc.bind(endpoint, ec);
+  if (!ec) acc.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + impl_->options.host + ":" + std::to_string(impl_->options.port) +
+                             ": " + ec.message());
+  const uint16_t port = acc.local_endpoint().port();
+  impl_->api.listen_on(impl_->options.host, port);
+  impl_->accept();
+  for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  return port;
+}
+
+void HttpServer::stop() {
+  if (!impl_) return;
+  net::post(impl_->ioc, [this] {
+    beast::error_code ec;
+    impl_->acceptor.close(ec);
+  });
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads)
+    if (t.joinable()) t.join();
+  impl_->threads.clear();
+}
+
+}  // namespace codefy::server

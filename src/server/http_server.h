@@ -1,0 +1,40 @@
+// `codefy serve`'s HTTP server: Boost.Beast sessions as in Beast's async
+// examples (a strand per connection, read timeouts, a body limit), feeding
+// the socket-free Api. Long work never runs on an I/O thread: the Api hands
+// runs to the per-device queues and answers when they end.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace codefy::server {
+
+class Api;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;                      ///< 0: any free port (tests)
+  size_t body_limit = 16u << 20;             ///< larger bodies get 413
+  int io_threads = 2;
+  std::chrono::milliseconds read_timeout{30000};  ///< a client that sends nothing is dropped after this
+};
+
+class HttpServer {
+ public:
+  HttpServer(ServerOptions options, Api& api);
+  ~HttpServer();
+  /// Binds, tells the Api which Host/Origin values are this server's, starts
+  /// the I/O threads; returns the bound port. Throws std::runtime_error when
+  /// the address cannot be bound.
+  uint16_t start();
+  /// Stops accepting, closes connections, joins the I/O threads.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace codefy::server

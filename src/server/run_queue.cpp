@@ -1,0 +1,195 @@
+#include "server/run_queue.h"
+
+#include <chrono>
+#include <stdexcept>
+
+namespace codefy::server {
+
+const char* to_string(RunState s) {
+  switch (s) {
+    case RunState::kQueued: return "queued";
+    case RunState::kRunning: return "running";
+    case RunState::kCompleted: return "completed";
+    case RunState::kFailed: return "failed";
+    case RunState::kStopped: return "stopped";
+  }
+  return "unknown";
+}
+
+RunQueues::RunQueues(const std::vector<std::string>& queue_names) {
+  for (const auto& name : queue_names) queues_[name];
+  for (auto& [name, q] : queues_) q.worker = std::thread([this, n = name] { work(n); });
+}
+
+RunQueues::~RunQueues() { close(); }
+
+void RunQueues::close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closing_) return;
+    closing_ = true;
+    for (auto& [name, q] : queues_) {
+      (void)name;
+      for (auto& r : q.waiting) r->info.state = RunState::kStopped;
+      q.waiting.clear();
+      if (q.running) q.running->token.cancel();
+    }
+  }
+  wake_.notify_all();
+  for (auto& [name, q] : queues_) {
+    (void)name;
+    if (q.worker.joinable()) q.worker.join();
+  }
+}
+
+std::string RunQueues::submit(const std::string& queue, Job job) {
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto q = queues_.find(queue);
+    if (q == queues_.end()) throw std::invalid_argument("no run queue for device \"" + queue + "\"");
+    if (closing_) throw std::runtime_error("the server is shutting down");
+    id = "run-" + std::to_string(next_id_++);
+    auto run = std::make_shared<Run>();
+    run->info.id = id;
+    run->info.queue = queue;
+    run->job = std::move(job);
+    q->second.waiting.push_back(run);
+    runs_[id] = run;
+    order_.push_back(id);
+    forget_old_locked();
+  }
+  wake_.notify_all();
+  return id;
+}
+
+size_t RunQueues::position_locked(const Run& run) const {
+  if (run.info.state != RunState::kQueued) return 0;
+  const Queue& q = queues_.at(run.info.queue);
+  size_t ahead = q.running ? 1 : 0;
+  for (const auto& r : q.waiting) {
+    if (r.get() == &run) break;
+    ++ahead;
+  }
+  return ahead;
+}
+
+std::optional<RunInfo> RunQueues::info(const std::string& run_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return std::nullopt;
+  RunInfo i = it->second->info;
+  i.position = position_locked(*it->second);
+  return i;
+}
+
+std::vector<RunInfo> RunQueues::runs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<RunInfo> v;
+  for (const auto& id : order_) {
+    RunInfo i = runs_.at(id)->info;
+    i.position = position_locked(*runs_.at(id));
+    v.push_back(std::move(i));
+  }
+  return v;
+}
+
+bool RunQueues::stop(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) return false;
+  Run& run = *it->second;
+  if (run.info.state == RunState::kRunning) {
+    run.token.cancel();
+    return true;
+  }
+  if (run.info.state != RunState::kQueued) return false;
+  auto& waiting = queues_.at(run.info.queue).waiting;
+  for (auto w = waiting.begin(); w != waiting.end(); ++w)
+    if (w->get() == &run) {
+      waiting.erase(w);
+      break;
+    }
+  run.info.state = RunState::kStopped;
+  run.job = nullptr;
+  return true;
+}
+
+nlohmann::json RunQueues::queues_json() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, q] : queues_)
+    j[name] = {{"running", q.running ? nlohmann::json(q.running->info.id) : nlohmann::json()},
+               {"queued", q.waiting.size()}};
+  return j;
+}
+
+std::vector<std::string> RunQueues::queue_names() const {
+  std::vector<std::string> v;
+  for (const auto& [name, q] : queues_) {
+    (void)q;
+    v.push_back(name);
+  }
+  return v;
+}
+
+void RunQueues::forget_old_locked() {
+  // Keep every unfinished run; drop the oldest finished ones past the limit.
+  size_t finished = 0;
+  for (const auto& id : order_) {
+    const RunState s = runs_.at(id)->info.state;
+    if (s != RunState::kQueued && s != RunState::kRunning) ++finished;
+  }
+  for (auto it = order_.begin(); finished > kKeepFinished && it != order_.end();) {
+    const RunState s = runs_.at(*it)->info.state;
+    if (s != RunState::kQueued && s != RunState::kRunning) {
+      runs_.erase(*it);
+      it = order_.erase(it);
+      --finished;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RunQueues::work(const std::string& name) {
+  Queue& q = queues_.at(name);  // the map is not modified after construction
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return closing_ || !q.waiting.empty(); });
+    if (closing_) return;
+    std::shared_ptr<Run> run = q.waiting.front();
+    q.waiting.pop_front();
+    q.running = run;
+    run->info.state = RunState::kRunning;
+    Job job = std::move(run->job);
+    const CancellationToken token = run->token;
+    lock.unlock();
+
+    const auto t0 = std::chrono::steady_clock::now();
+    RunState end = RunState::kCompleted;
+    std::string error;
+    try {
+      if (token.cancelled()) throw Cancelled();
+      job(token, run->info.id);
+    } catch (const Cancelled&) {
+      end = RunState::kStopped;
+    } catch (const std::exception& e) {
+      end = RunState::kFailed;
+      error = e.what();
+    } catch (...) {
+      end = RunState::kFailed;
+      error = "unknown error";
+    }
+    job = nullptr;  // release what the run held before the next one starts
+
+    lock.lock();
+    run->info.state = end;
+    run->info.error = std::move(error);
+    run->info.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    q.running.reset();
+    forget_old_locked();
+  }
+}
+
+}  // namespace codefy::server

@@ -1,0 +1,91 @@
+// Per-device run queues (R-DEV-3): one FIFO and one worker thread per queue,
+// so two runs on cuda:0 run one after the other while a run on cuda:1 or the
+// CPU is not delayed by them. Runs never execute on the caller's thread (the
+// server's I/O threads only submit and ask).
+#pragma once
+
+#include "engine/cancel.h"
+
+#include <nlohmann/json.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace codefy::server {
+
+enum class RunState { kQueued, kRunning, kCompleted, kFailed, kStopped };
+const char* to_string(RunState s);
+
+struct RunInfo {
+  std::string id;
+  std::string queue;
+  RunState state = RunState::kQueued;
+  /// Runs ahead of this one in its queue, the running one included (0 when running or finished).
+  size_t position = 0;
+  std::string error;  ///< what() of the exception that ended a failed run
+  double seconds = 0;  ///< running time, once finished
+};
+
+class RunQueues {
+ public:
+  /// The job gets its run's token and id; it ends by returning (completed),
+  /// throwing codefy::Cancelled (stopped) or any other exception (failed).
+  using Job = std::function<void(const CancellationToken&, const std::string& run_id)>;
+
+  /// One queue and one worker thread per name ("cpu", "cuda:0", ...).
+  explicit RunQueues(const std::vector<std::string>& queue_names);
+  /// close(), if not done yet.
+  ~RunQueues();
+  /// Stops every run (queued ones never start, running ones are cancelled and
+  /// end between batches) and joins the workers; later submits throw.
+  void close();
+  RunQueues(const RunQueues&) = delete;
+  RunQueues& operator=(const RunQueues&) = delete;
+
+  /// Queues a job; returns its run id. Throws std::invalid_argument for an unknown queue.
+  std::string submit(const std::string& queue, Job job);
+  std::optional<RunInfo> info(const std::string& run_id) const;
+  /// All runs known, oldest first (finished ones are kept, up to `kKeepFinished`).
+  std::vector<RunInfo> runs() const;
+  /// Stops a run: a queued one is dropped, a running one is cancelled and
+  /// stops between batches. Returns false for an unknown or finished run.
+  bool stop(const std::string& run_id);
+  /// Per queue: the running run's id (or null) and how many wait.
+  nlohmann::json queues_json() const;
+  std::vector<std::string> queue_names() const;
+
+  static constexpr size_t kKeepFinished = 200;
+
+ private:
+  struct Run {
+    RunInfo info;
+    Job job;
+    CancellationToken token;
+  };
+  struct Queue {
+    std::deque<std::shared_ptr<Run>> waiting;
+    std::shared_ptr<Run> running;
+    std::thread worker;
+  };
+  void work(const std::string& name);
+  size_t position_locked(const Run& run) const;
+  void forget_old_locked();
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool closing_ = false;
+  uint64_t next_id_ = 1;
+  std::map<std::string, Queue> queues_;
+  std::map<std::string, std::shared_ptr<Run>> runs_;  ///< by id
+  std::deque<std::string> order_;                     ///< ids, oldest first
+};
+
+}  // namespace codefy::server

@@ -1,0 +1,315 @@
+// The HTTP API through a real socket: the server on a free loopback port,
+// driven by a Boost.Beast client. Each route's success and error shapes,
+// the token/Host/Origin checks, hostile input (oversized body, malformed
+// JSON, path traversal, idle and many connections), headless runs with stop,
+// and a restart that keeps saved graphs.
+#include "engine/node.h"
+#include "server/api.h"
+#include "server/http_server.h"
+#include "../common/test_util.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+namespace codefy::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+namespace fs = std::filesystem;
+
+struct Reply {
+  int status = 0;
+  nlohmann::json json;
+  std::string body;
+};
+
+class ServerFixture : public ::testing::Test {
+ protected:
+  void SetUp() override { start(); }
+  void TearDown() override { stop(); }
+
+  void start() {
+    ApiOptions o;
+    o.data_dir = dir_.path();
+    o.token = "test-token";
+    o.devices = {"cpu", "cuda:0"};  // a second queue, so queue independence can be shown on a CPU machine
+    api_ = std::make_unique<Api>(o, NodeRegistry::builtin());
+    ServerOptions so;
+    so.host = "127.0.0.1";
+    so.port = 0;
+    so.body_limit = 1 << 20;
+    so.read_timeout = std::chrono::milliseconds(1500);
+    server_ = std::make_unique<HttpServer>(so, *api_);
+    port_ = server_->start();
+  }
+  void stop() {
+    if (api_) api_->shutdown();
+    server_.reset();
+    api_.reset();
+  }
+
+  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  Reply request(http::verb method, const std::string& target, const std::string& body = "",
+                std::map<std::string, std::string> headers = {}) {
+    net::io_context ioc;
+    tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.connect(resolver.resolve("127.0.0.1", std::to_string(port_)));
+    http::request<http::string_body> req{method, target, 11};
+    req.set(http::field::host, host());
+    if (method != http::verb::get) req.set("X-CodefyUI-Token", "test-token");
+    for (const auto& [k, v] : headers) req.set(k, v);
+    req.body() = body;
+    req.prepare_payload();
+    beast::error_code ec;
+    http::write(stream, req, ec);  // a server refusing a big body may close before it is all sent
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    http::read(stream, buffer, parser, ec);
+    Reply r;
+    if (ec && !parser.is_header_done()) {
+      r.status = -1;
+      r.body = ec.message();
+      return r;
+    }
+    r.status = parser.get().result_int();
+    r.body = parser.get().body();
+    r.json = nlohmann::json::parse(r.body, nullptr, false);
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    return r;
+  }
+  Reply get(const std::string& target, std::map<std::string, std::string> headers = {}) {
+    return request(http::verb::get, target, "", std::move(headers));
+  }
+  Reply post(const std::string& target, const nlohmann::json& body, std::map<std::string, std::string> headers = {}) {
+    return request(http::verb::post, target, body.dump(), std::move(headers));
+  }
+  void expect_alive() { EXPECT_EQ(get("/api/health").status, 200) << "the server stopped serving"; }
+
+  testing::TempDir dir_{"codefy-http"};
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<HttpServer> server_;
+  uint16_t port_ = 0;
+};
+
+nlohmann::json toy_graph(int epochs, int samples = 200) {
+  const std::string layers =
+      R"({"version":2,"nodes":[{"id":"in","type":"Input","ports":[{"id":"p","name":"x"}]},)"
+      R"({"id":"l1","type":"Linear","params":{"in_features":2,"out_features":16}},{"id":"a","type":"ReLU"},)"
+      R"({"id":"l2","type":"Linear","params":{"in_features":16,"out_features":2}},)"
+      R"({"id":"out","type":"Output","ports":[{"id":"q","name":"y"}]}],"edges":[)"
+      R"({"id":"e1","source":"in","target":"l1","sourceHandle":"p"},{"id":"e2","source":"l1","target":"a"},)"
+      R"({"id":"e3","source":"a","target":"l2"},{"id":"e4","source":"l2","target":"out","targetHandle":"q"}]})";
+  auto node = [](const char* id, const char* type, nlohmann::json params) {
+    return nlohmann::json{{"id", id}, {"type", type}, {"data", {{"params", std::move(params)}}}};
+  };
+  auto edge = [](const char* s, const char* sh, const char* t, const char* th) {
+    return nlohmann::json{{"source", s}, {"sourceHandle", sh}, {"target", t}, {"targetHandle", th}, {"type", "data"}};
+  };
+  return {{"name", "toy"},
+          {"nodes",
+           {node("start", "Start", nlohmann::json::object()), node("data", "ToyDataset", {{"n_samples", samples}}),
+            node("loader", "DataLoader", {{"batch_size", 1}}), node("mlp", "SequentialModel", {{"layers", layers}}),
+            node("loss", "Loss", {{"type", "CrossEntropyLoss"}}), node("opt", "Optimizer", {{"type", "SGD"}, {"lr", 0.05}}),
+            node("train", "TrainingLoop", {{"epochs", epochs}})}},
+          {"edges",
+           {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "mlp"}, {"type", "trigger"}},
+            edge("data", "dataset", "loader", "dataset"), edge("mlp", "model", "opt", "model"),
+            edge("mlp", "model", "train", "model"), edge("loader", "dataloader", "train", "dataloader"),
+            edge("opt", "optimizer", "train", "optimizer"), edge("loss", "loss_fn", "train", "loss_fn")}}};
+}
+
+TEST_F(ServerFixture, HealthHasTheStoresQueuesAndVersion) {
+  const Reply r = get("/api/health");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json["status"], "ok");
+  EXPECT_EQ(r.json["nodes_loaded"], NodeRegistry::builtin().list().size());
+  EXPECT_FALSE(r.json["version"].get<std::string>().empty());
+  for (const char* k : {"instances", "entries", "bytes", "max_bytes_each"})
+    EXPECT_TRUE(r.json["caches"]["execution_cache"].contains(k)) << k;
+  for (const char* k : {"runs", "max_runs", "bytes", "max_bytes"})
+    EXPECT_TRUE(r.json["caches"]["run_output_store"].contains(k)) << k;
+  for (const char* k : {"modules", "max_modules", "bytes", "max_bytes"})
+    EXPECT_TRUE(r.json["caches"]["node_state_store"].contains(k)) << k;
+  EXPECT_EQ(r.json["caches"]["run_output_store"]["max_runs"], 20);
+  EXPECT_TRUE(r.json["queues"]["cpu"]["running"].is_null());
+  EXPECT_EQ(r.json["queues"]["cuda:0"]["queued"], 0);
+}
+
+TEST_F(ServerFixture, NodesAndDevices) {
+  const Reply all = get("/api/nodes");
+  ASSERT_EQ(all.status, 200);
+  ASSERT_TRUE(all.json.is_array());
+  const Reply one = get("/api/nodes/TrainingLoop");
+  EXPECT_EQ(one.status, 200);
+  EXPECT_EQ(one.json["node_name"], "TrainingLoop");
+  const Reply missing = get("/api/nodes/Wizard");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.json["detail"], "Node 'Wizard' not found");
+  const Reply devices = get("/api/system/devices");
+  ASSERT_EQ(devices.status, 200);
+  EXPECT_EQ(devices.json["devices"][0]["value"], "cpu");
+  EXPECT_EQ(devices.json["devices"][0]["label"], "CPU");
+  EXPECT_TRUE(devices.json["devices"][0]["total_bytes"].is_number());
+}
+
+TEST_F(ServerFixture, TokenHostAndOriginAreChecked) {
+  const Reply boot = get("/api/auth/bootstrap");  // the test client is on loopback
+  EXPECT_EQ(boot.status, 200);
+  EXPECT_EQ(boot.json["token"], "test-token");
+  const Reply no_token = request(http::verb::post, "/api/graph/validate", toy_graph(1).dump(), {{"X-CodefyUI-Token", ""}});
+  EXPECT_EQ(no_token.status, 403);
+  EXPECT_EQ(no_token.json["detail"], "Missing or invalid X-CodefyUI-Token header");
+  EXPECT_EQ(post("/api/graph/validate", toy_graph(1), {{"X-CodefyUI-Token", "guess"}}).status, 403);
+  const Reply rebinding = get("/api/health", {{"Host", "evil.example:80"}});
+  EXPECT_EQ(rebinding.status, 421);
+  EXPECT_EQ(rebinding.json["detail"], "Misdirected Request (Host not allowed)");
+  EXPECT_EQ(get("/api/health", {{"Host", "localhost:" + std::to_string(port_)}}).status, 200);
+  EXPECT_EQ(get("/api/health", {{"Origin", "http://evil.example"}}).status, 403);
+  EXPECT_EQ(get("/api/health", {{"Origin", "http://127.0.0.1:" + std::to_string(port_)}}).status, 200);
+  expect_alive();
+}
+
+TEST_F(ServerFixture, ValidateSaveListLoad) {
+  const Reply ok = post("/api/graph/validate", toy_graph(1));
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.json["valid"], true);
+  nlohmann::json bad = toy_graph(1);
+  bad["nodes"][6]["data"]["params"]["epochs"] = 0;
+  const Reply invalid = post("/api/graph/validate", bad);
+  EXPECT_EQ(invalid.json["valid"], false);
+  EXPECT_EQ(invalid.json["issues"][0]["node_id"], "train");
+  EXPECT_NE(invalid.json["errors"][0].get<std::string>().find("below the minimum"), std::string::npos);
+
+  nlohmann::json g = toy_graph(1);
+  g["name"] = "My toy v2";
+  const Reply saved = post("/api/graph/save", g);
+  ASSERT_EQ(saved.status, 200) << saved.body;
+  EXPECT_EQ(saved.json["file"], "My_toy_v2");
+  EXPECT_TRUE(fs::exists(dir_.path() / "graphs" / "My_toy_v2.json"));
+  g["overwrite"] = false;
+  const Reply exists = post("/api/graph/save", g);
+  EXPECT_EQ(exists.status, 409);
+  EXPECT_EQ(exists.json["detail"]["error"], "graph_exists");
+  const Reply list = get("/api/graph/list");
+  ASSERT_EQ(list.json.size(), 1u);
+  EXPECT_EQ(list.json[0]["name"], "My toy v2");
+  EXPECT_EQ(list.json[0]["file"], "My_toy_v2");
+  const Reply loaded = get("/api/graph/load/My_toy_v2");
+  EXPECT_EQ(loaded.status, 200);
+  EXPECT_EQ(loaded.json["nodes"].size(), 7u);
+  EXPECT_FALSE(loaded.json.contains("overwrite"));
+  EXPECT_EQ(get("/api/graph/load/nothing").json["detail"], "Graph 'nothing' not found");
+}
+
+TEST_F(ServerFixture, HostileInputGetsAnAnswerAndChangesNothing) {
+  const Reply malformed = request(http::verb::post, "/api/graph/validate", "{\"nodes\": [");
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_NE(malformed.json["detail"].get<std::string>().find("malformed JSON"), std::string::npos);
+  EXPECT_EQ(get("/api/nothing/here").status, 404);
+  const Reply big = request(http::verb::post, "/api/graph/validate", std::string(2 << 20, 'x'));
+  EXPECT_EQ(big.status, 413);
+  // Path traversal in every file route: names are sanitized, nothing leaves the data dir.
+  for (const std::string name : {"../escape", "..%2F..%2Fescape", "a/b", "/etc/passwd", "..", "%00"}) {
+    nlohmann::json g = toy_graph(1);
+    g["name"] = name;
+    post("/api/graph/save", g);
+    EXPECT_NE(get("/api/graph/load/" + name).status, 500) << name;
+    EXPECT_NE(post("/api/graph/run/" + name, nlohmann::json::object()).status, 200) << name;
+  }
+  for (const auto& e : fs::recursive_directory_iterator(dir_.path()))  // every file written is a graph in graphs/
+    if (e.is_regular_file()) {
+      EXPECT_EQ(e.path().parent_path(), dir_.path() / "graphs") << e.path();
+    }
+  EXPECT_FALSE(fs::exists(dir_.path().parent_path() / "escape.json"));
+  EXPECT_FALSE(fs::exists(dir_.path() / "escape.json"));
+  expect_alive();
+}
+
+TEST_F(ServerFixture, IdleAndManyConnectionsDoNotStopIt) {
+  net::io_context ioc;
+  std::vector<tcp::socket> idle;
+  for (int i = 0; i < 200; ++i) {  // 200 clients that connect and send nothing
+    idle.emplace_back(ioc);
+    idle.back().connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
+  }
+  std::vector<std::future<int>> busy;
+  for (int i = 0; i < 20; ++i) busy.push_back(std::async(std::launch::async, [&] { return get("/api/health").status; }));
+  for (auto& f : busy) EXPECT_EQ(f.get(), 200);
+  // The idle ones are dropped after the read timeout.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  char c;
+  beast::error_code ec;
+  idle.front().read_some(net::buffer(&c, 1), ec);
+  EXPECT_TRUE(ec) << "an idle connection was kept open past the timeout";
+  expect_alive();
+}
+
+TEST_F(ServerFixture, HeadlessRunAnswersWithTheEnvelopeAndRunsAreListed) {
+  nlohmann::json g = toy_graph(2);
+  ASSERT_EQ(post("/api/graph/save", g).status, 200);
+  const Reply run = post("/api/graph/run/toy", {{"device", "cpu"}});
+  ASSERT_EQ(run.status, 200) << run.body;
+  for (const char* k : {"status", "run_id", "graph", "app", "version", "device", "outputs", "error", "timing"})
+    EXPECT_TRUE(run.json.contains(k)) << k;
+  EXPECT_EQ(run.json["status"], "ok");
+  EXPECT_EQ(run.json["device"], "cpu");
+  EXPECT_EQ(run.json["outputs"]["train"]["metrics"]["total_epochs_run"], 2);
+  const std::string id = run.json["run_id"];
+  const Reply info = get("/api/runs/" + id);
+  EXPECT_EQ(info.json["status"], "completed");
+  EXPECT_EQ(info.json["metrics"]["train"]["total_epochs_run"], 2);
+  EXPECT_EQ(get("/api/runs").json["runs"][0]["run_id"], id);
+  EXPECT_EQ(get("/api/runs/nope").status, 404);
+  const Reply missing = post("/api/graph/run/nope", nlohmann::json::object());
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.json["error"]["code"], "graph_not_found");
+}
+
+TEST_F(ServerFixture, StopEndsARunningRun) {
+  ASSERT_EQ(post("/api/graph/save", toy_graph(10000, 400)).status, 200);  // minutes of batch-1 SGD
+  auto long_run = std::async(std::launch::async, [&] { return post("/api/graph/run/toy", {{"device", "cpu"}}); });
+  std::string id;
+  for (int i = 0; i < 500 && id.empty(); ++i) {
+    const Reply runs = get("/api/runs");
+    for (const auto& r : runs.json["runs"])
+      if (r["status"] == "running") id = r["run_id"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(id.empty()) << get("/api/runs").body;
+  EXPECT_EQ(get("/api/health").json["queues"]["cpu"]["running"], id);  // health answers while it trains
+  const Reply stop = post("/api/runs/" + id + "/stop", nlohmann::json::object());
+  EXPECT_EQ(stop.json["stopping"], true);
+  const Reply ended = long_run.get();
+  EXPECT_EQ(ended.json["status"], "stopped");
+  EXPECT_EQ(ended.json["error"]["code"], "stopped");
+  EXPECT_EQ(get("/api/runs/" + id).json["status"], "stopped");
+}
+
+TEST_F(ServerFixture, ARestartKeepsSavedGraphsAndEmptiesTheStores) {
+  ASSERT_EQ(post("/api/graph/save", toy_graph(1)).status, 200);
+  stop();
+  start();
+  const Reply list = get("/api/graph/list");
+  ASSERT_EQ(list.json.size(), 1u);
+  EXPECT_EQ(list.json[0]["file"], "toy");
+  const Reply health = get("/api/health");
+  EXPECT_EQ(health.json["caches"]["run_output_store"]["runs"], 0);
+  EXPECT_TRUE(get("/api/runs").json["runs"].empty());
+}
+
+}  // namespace
+}  // namespace codefy::server

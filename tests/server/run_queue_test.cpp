@@ -1,0 +1,124 @@
+// Per-device run queues (R-DEV-3): a long run on one device does not delay a
+// run on another; runs on one device go in order; stop drops a queued run and
+// cancels a running one; positions and the queue summary are right.
+#include "server/run_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+namespace codefy::server {
+namespace {
+
+/// Polls until `done` or 10 s pass.
+template <typename F>
+bool eventually(F done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+RunState state(const RunQueues& q, const std::string& id) { return q.info(id).value().state; }
+
+TEST(RunQueues, ARunOnAnotherDeviceIsNotDelayed) {
+  RunQueues q({"cpu", "cuda:0", "cuda:1"});
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  const std::string long_run = q.submit("cuda:0", [released](const CancellationToken&, const std::string&) { released.wait(); });
+  ASSERT_TRUE(eventually([&] { return state(q, long_run) == RunState::kRunning; }));
+  const std::string short_cuda1 = q.submit("cuda:1", [](const CancellationToken&, const std::string&) {});
+  const std::string short_cpu = q.submit("cpu", [](const CancellationToken&, const std::string&) {});
+  EXPECT_TRUE(eventually([&] {
+    return state(q, short_cuda1) == RunState::kCompleted && state(q, short_cpu) == RunState::kCompleted;
+  }));
+  EXPECT_EQ(state(q, long_run), RunState::kRunning);  // still going: the short ones did not wait for it
+  const auto summary = q.queues_json();
+  EXPECT_EQ(summary["cuda:0"]["running"], long_run);
+  EXPECT_TRUE(summary["cpu"]["running"].is_null());
+  release.set_value();
+  EXPECT_TRUE(eventually([&] { return state(q, long_run) == RunState::kCompleted; }));
+}
+
+TEST(RunQueues, RunsOnOneDeviceGoInOrderAndReportTheirPosition) {
+  RunQueues q({"cuda:0"});
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::mutex m;
+  std::vector<int> order;
+  auto job = [&](int n, bool block) {
+    return [&, n, block, released](const CancellationToken&, const std::string&) {
+      if (block) released.wait();
+      std::lock_guard<std::mutex> lock(m);
+      order.push_back(n);
+    };
+  };
+  const std::string a = q.submit("cuda:0", job(1, true));
+  ASSERT_TRUE(eventually([&] { return state(q, a) == RunState::kRunning; }));
+  const std::string b = q.submit("cuda:0", job(2, false));
+  const std::string c = q.submit("cuda:0", job(3, false));
+  EXPECT_EQ(q.info(a)->position, 0u);
+  EXPECT_EQ(q.info(b)->position, 1u);  // behind the running one
+  EXPECT_EQ(q.info(c)->position, 2u);
+  EXPECT_EQ(q.queues_json()["cuda:0"]["queued"], 2);
+  release.set_value();
+  ASSERT_TRUE(eventually([&] { return state(q, c) == RunState::kCompleted; }));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_GE(q.info(a)->seconds, 0.0);
+  EXPECT_EQ(q.runs().size(), 3u);
+}
+
+TEST(RunQueues, StopDropsAQueuedRunAndCancelsARunningOne) {
+  RunQueues q({"cpu"});
+  std::atomic<bool> second_ran{false};
+  const std::string running = q.submit("cpu", [](const CancellationToken& t, const std::string&) {
+    while (true) {  // a training loop checking between batches
+      t.throw_if_cancelled();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return state(q, running) == RunState::kRunning; }));
+  const std::string queued = q.submit("cpu", [&](const CancellationToken&, const std::string&) { second_ran = true; });
+  EXPECT_TRUE(q.stop(queued));
+  EXPECT_EQ(state(q, queued), RunState::kStopped);
+  EXPECT_TRUE(q.stop(running));
+  EXPECT_TRUE(eventually([&] { return state(q, running) == RunState::kStopped; }));
+  EXPECT_FALSE(q.stop(running));  // finished: nothing to stop
+  EXPECT_FALSE(q.stop("run-999"));
+  const std::string after = q.submit("cpu", [](const CancellationToken&, const std::string&) {});
+  EXPECT_TRUE(eventually([&] { return state(q, after) == RunState::kCompleted; }));
+  EXPECT_FALSE(second_ran);
+}
+
+TEST(RunQueues, FailuresAreRecordedAndUnknownDevicesRefused) {
+  RunQueues q({"cpu"});
+  const std::string bad = q.submit("cpu", [](const CancellationToken&, const std::string&) { throw std::runtime_error("boom"); });
+  ASSERT_TRUE(eventually([&] { return state(q, bad) == RunState::kFailed; }));
+  EXPECT_EQ(q.info(bad)->error, "boom");
+  EXPECT_THROW(q.submit("cuda:7", [](const CancellationToken&, const std::string&) {}), std::invalid_argument);
+  EXPECT_FALSE(q.info("nope").has_value());
+}
+
+TEST(RunQueues, ShutdownStopsTheRunningJobAndNeverStartsQueuedOnes) {
+  std::atomic<bool> queued_ran{false}, saw_cancel{false};
+  {
+    RunQueues q({"cpu"});
+    const std::string r = q.submit("cpu", [&](const CancellationToken& t, const std::string&) {
+      while (!t.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      saw_cancel = true;
+      throw Cancelled();
+    });
+    ASSERT_TRUE(eventually([&] { return state(q, r) == RunState::kRunning; }));
+    q.submit("cpu", [&](const CancellationToken&, const std::string&) { queued_ran = true; });
+  }  // destructor: stop, join
+  EXPECT_TRUE(saw_cancel);
+  EXPECT_FALSE(queued_ran);
+}
+
+}  // namespace
+}  // namespace codefy::server
