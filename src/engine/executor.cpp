@@ -9,7 +9,9 @@
 #include <c10/util/Exception.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <new>
 
 namespace codefy {
@@ -43,6 +45,29 @@ uint64_t node_seed(uint64_t run_seed, const std::string& node_id) {
   return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
 }
 
+namespace {
+
+/// What determines a node's outputs: type, params, the device it was asked
+/// for, the run seed and node id (its RNG seed), and its inputs' keys.
+std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params, const RunSettings& settings,
+                      const std::vector<std::string>& upstream) {
+  const nlohmann::json what = {{"type", spec.type}, {"id", spec.id},       {"params", params},
+                               {"device", settings.device}, {"seed", settings.seed}, {"upstream", upstream}};
+  const std::string text = what.dump();
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, twice with different bases: 128 bits
+  uint64_t h2 = 0x84222325cbf29ce4ULL;
+  for (unsigned char c : text) {
+    h = (h ^ c) * 0x100000001b3ULL;
+    h2 = (h2 ^ c) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL;
+  }
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h),
+                static_cast<unsigned long long>(h2));
+  return buf;
+}
+
+}  // namespace
+
 PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry) {
   PreparedGraph p;
   p.graph = graph::expand_presets(g);
@@ -56,6 +81,7 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
   const auto t0 = std::chrono::steady_clock::now();
   const graph::Graph& g = prepared.graph;
   RunResult result;
+  std::map<std::string, std::string> keys;  // cache key per node; "" = not cacheable (nor is what depends on it)
   for (const auto& id : prepared.plan.order) {
     settings.cancel.throw_if_cancelled();
     const graph::NodeSpec& spec = *g.node(id);
@@ -63,13 +89,36 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
     const NodeRef ref{g.name, spec.id, spec.type};
 
     ValueMap inputs;
+    bool upstream_cacheable = true;
+    std::vector<std::string> upstream;
     for (const auto& e : g.edges) {
       if (e.target != id || e.kind != graph::EdgeKind::kData) continue;
       auto src = result.outputs.find(e.source);
       if (src == result.outputs.end()) continue;
       auto v = src->second.find(e.source_handle);
       if (v != src->second.end()) inputs[e.target_handle] = v->second;
+      const std::string& k = keys[e.source];
+      upstream_cacheable = upstream_cacheable && !k.empty();
+      upstream.push_back(e.target_handle + "<-" + e.source_handle + "@" + k);
     }
+    std::string key;
+    if (settings.cache && type->def.cacheable && upstream_cacheable) {
+      std::sort(upstream.begin(), upstream.end());
+      key = cache_key(spec, fill_defaults(type->def, spec.params), settings, upstream);
+      if (!settings.force_rerun.count(id)) {
+        if (auto hit = settings.cache->get(key)) {
+          if (settings.observer) {
+            nlohmann::json summary = nlohmann::json::object();
+            for (const auto& [port, value] : *hit) summary[port] = summarize(value);
+            settings.observer->on_node_exit(ref, NodeStatus::kCached, summary);
+          }
+          keys[id] = key;
+          result.outputs[id] = std::move(*hit);
+          continue;
+        }
+      }
+    }
+    keys[id] = key;
 
     if (settings.observer) settings.observer->on_node_entry(ref);
     torch::manual_seed(node_seed(settings.seed, id));
@@ -103,6 +152,7 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
         for (const auto& [port, value] : outputs) summary[port] = summarize(value);
         settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summary);
       }
+      if (!key.empty()) settings.cache->put(key, outputs, value_bytes(outputs));
       result.outputs[id] = std::move(outputs);
       const auto mem = device::cpu_memory();
       if (mem.installed) result.peak_cpu_bytes[id] = mem.peak_bytes;

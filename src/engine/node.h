@@ -5,16 +5,22 @@
 #include "engine/events.h"
 #include "engine/value.h"
 #include "graph/types.h"
+#include "store/lru.h"
 
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace codefy {
+
+/// Node outputs kept between runs of one editor connection (R-MEM execution
+/// cache), keyed by what determines them.
+using ExecutionCache = store::LruStore<ValueMap>;
 
 /// Settings of one run that nodes may read.
 struct RunSettings {
@@ -25,6 +31,12 @@ struct RunSettings {
   std::filesystem::path base_dir;
   CancellationToken cancel;
   Observer* observer = nullptr;
+  /// Partial re-execution: a cacheable node whose key (type, params, device,
+  /// seed, id, and its inputs' keys) is in the cache is not run again; its
+  /// outputs are reused and it reports kCached. Null: no cache.
+  ExecutionCache* cache = nullptr;
+  /// Nodes that must run even when their key is cached (the client's changed_nodes).
+  std::set<std::string> force_rerun;
 };
 
 /// The call of one node: its inputs, its params (defaults filled in), and

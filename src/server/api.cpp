@@ -1,6 +1,7 @@
 #include "server/api.h"
 
 #include "device/catalogue.h"
+#include "engine/errors.h"
 #include "engine/executor.h"
 #include "engine/value.h"
 #include "graph/graph.h"
@@ -49,6 +50,7 @@ struct Api::RunRecord {
   nlohmann::json metrics = nlohmann::json::object();
   std::vector<std::string> warnings;
   nlohmann::json error;  ///< null, or {code, message, node_id}
+  std::string status;    ///< final state once the run has answered ("" before)
 };
 
 namespace {
@@ -146,6 +148,16 @@ std::optional<Response> Api::check_access(const Request& r) const {
 
 nlohmann::json Api::health() const {
   const auto runs = run_outputs_.stats();
+  size_t instances = 0, entries = 0;
+  int64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& w : connections_)
+      if (auto c = w.lock()) {
+        const auto st = c->cache->stats();
+        ++instances, entries += st.entries, bytes += st.bytes;
+      }
+  }
   nlohmann::json j = {
       {"status", "ok"},
       {"version", CODEFY_VERSION},
@@ -154,7 +166,10 @@ nlohmann::json Api::health() const {
       {"queues", queues_->queues_json()},
       {"caches",
        {{"execution_cache",
-         {{"instances", 0}, {"entries", 0}, {"bytes", 0}, {"max_bytes_each", options_.stores.execution_cache.max_bytes}}},
+         {{"instances", instances},
+          {"entries", entries},
+          {"bytes", bytes},
+          {"max_bytes_each", options_.stores.execution_cache.max_bytes}}},
         {"run_output_store",
          {{"runs", runs.entries},
           {"max_runs", options_.stores.run_output_store.max_entries},
@@ -240,6 +255,7 @@ void Api::handle(const Request& r, Respond respond) {
         j["metrics"] = rec->second->metrics;
         j["warnings"] = rec->second->warnings;
         j["error"] = rec->second->error;
+        if (!rec->second->status.empty()) j["status"] = rec->second->status;  // answered, the queue may lag a moment
       }
       return respond(Response::json(200, j));
     }
@@ -379,6 +395,7 @@ void Api::run_graph(const std::string& name, const nlohmann::json& body, Respond
         record->warnings.insert(record->warnings.end(), warnings.begin(), warnings.end());
         record->error = error;
         record->metrics = metrics;
+        record->status = status == "ok" ? "completed" : status == "error" ? "failed" : status;
         envelope["warnings"] = record->warnings;
       }
       envelope["status"] = status;
@@ -423,4 +440,176 @@ void Api::run_graph(const std::string& name, const nlohmann::json& body, Respond
     it = queues_->info(it->first) ? std::next(it) : records_.erase(it);
 }
 
+namespace {
+
+/// Sends a run's events as CodefyUI's node_status messages.
+class SocketObserver : public Observer {
+ public:
+  explicit SocketObserver(std::function<void(std::string)> send) : send_(std::move(send)) {}
+  void on_node_entry(const NodeRef& n) override {
+    emit({{"type", "node_status"}, {"node_id", n.id}, {"status", "running"}});
+  }
+  void on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::json& detail) override {
+    nlohmann::json m = {{"type", "node_status"}, {"node_id", n.id}, {"status", to_string(s)}};
+    if (s == NodeStatus::kError) m["error"] = detail.value("error", "");
+    else m["output_summary"] = detail;
+    emit(m);
+  }
+  void on_progress(const NodeRef& n, const nlohmann::json& e) override {
+    emit({{"type", "node_status"}, {"node_id", n.id}, {"status", "progress"}, {"progress", e}});
+  }
+  void on_warning(const NodeRef& n, const std::string& message) override {
+    emit({{"type", "warning"}, {"node_id", n.id}, {"message", message}});
+  }
+  void on_print(const NodeRef& n, const std::string& text) override {
+    emit({{"type", "node_status"}, {"node_id", n.id}, {"status", "log"}, {"log", text}});
+  }
+  void emit(const nlohmann::json& m) { send_(m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)); }
+
+ private:
+  std::function<void(std::string)> send_;
+};
+
+}  // namespace
+
+std::shared_ptr<Connection> Api::open_connection(std::function<void(std::string)> send) {
+  auto c = std::make_shared<Connection>();
+  c->send = std::move(send);
+  c->cache = std::make_shared<ExecutionCache>(options_.stores.execution_cache);
+  std::lock_guard<std::mutex> lock(mutex_);
+  connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                    [](const std::weak_ptr<Connection>& w) { return w.expired(); }),
+                     connections_.end());
+  connections_.push_back(c);
+  return c;
+}
+
+void Api::close_connection(const std::shared_ptr<Connection>& c) {
+  std::string run;
+  {
+    std::lock_guard<std::mutex> lock(c->mutex);
+    run = c->run_id;
+  }
+  if (!run.empty()) queues_->stop(run);  // a closed editor stops its run
+  c->cache->clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                    [&](const std::weak_ptr<Connection>& w) {
+                                      auto s = w.lock();
+                                      return !s || s == c;
+                                    }),
+                     connections_.end());
+}
+
+std::string Api::check_websocket(const Request& r, int& code) const {
+  code = 4003;
+  if (!host_allowed(r.header("host"))) return "Host not allowed";
+  const std::string origin = r.header("origin");
+  if (!origin.empty() && !origin_allowed(origin)) return "Origin not allowed";
+  std::string token = r.header("x-codefyui-token");
+  if (token.empty()) {
+    auto it = r.query.find("token");
+    if (it != r.query.end()) token = it->second;
+  }
+  code = 4401;
+  if (token != options_.token) return "Missing or invalid session token";
+  code = 0;
+  return "";
+}
+
+void Api::connection_message(const std::shared_ptr<Connection>& c, const std::string& text) {
+  auto send = [c](const nlohmann::json& m) { c->send(m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)); };
+  nlohmann::json msg;
+  try {
+    msg = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return send({{"type", "error"}, {"error", std::string("malformed JSON: ") + e.what()}});
+  }
+  const std::string action = msg.is_object() ? msg.value("action", std::string()) : std::string();
+
+  if (action == "clear_cache") {
+    c->cache->clear();
+    return send({{"type", "cache_cleared"}});
+  }
+  // Stop, or a new execute replacing the run: exactly one final message per
+  // run. A run that already sent its own is left alone; a queued one is
+  // dropped and answered here; a running one answers execution_stopped when
+  // it unwinds, between batches.
+  auto stop_current = [&]() {
+    std::lock_guard<std::mutex> lock(c->mutex);
+    if (!c->active) return false;
+    c->stop_requested = true;
+    const auto info = queues_->info(c->run_id);
+    queues_->stop(c->run_id);
+    if (info && info->state == RunState::kQueued) {
+      c->active = false;
+      send({{"type", "execution_stopped"}});
+    }
+    return true;
+  };
+  if (action == "stop") {
+    if (!stop_current()) send({{"type", "execution_stopped"}});
+    return;
+  }
+  if (action != "execute") return send({{"type", "error"}, {"error", "Unknown action: " + action}});
+  stop_current();  // a new execute replaces the running one, as in CodefyUI
+  PreparedGraph prepared;
+  try {
+    nlohmann::json g = msg;
+    if (!g.contains("name")) g["name"] = msg.value("graph_id", std::string("editor"));
+    prepared = prepare(graph::graph_from_json(g, "editor"), registry_);
+  } catch (const std::exception& e) {
+    return send({{"type", "execution_error"}, {"error", e.what()}});
+  }
+  std::set<std::string> force;
+  if (msg.contains("changed_nodes") && msg["changed_nodes"].is_array())
+    for (const auto& n : msg["changed_nodes"])
+      if (n.is_string()) force.insert(n.get<std::string>());
+  const std::string requested = msg.value("device", std::string("auto"));
+  const device::DeviceChoice choice = device::resolve_device(requested, device::DeviceSource{"editor", "", "", "device"});
+  const std::string client_run_id = msg.value("run_id", std::string());
+  const bool record = msg.value("record_outputs", false);
+  auto shared = std::make_shared<PreparedGraph>(std::move(prepared));
+  auto job = [this, c, shared, force, client_run_id, record, warnings = choice.warnings](
+                 const CancellationToken& token, const std::string& run_id) {
+    SocketObserver observer(c->send);
+    nlohmann::json start = {{"type", "execution_start"}, {"run_id", client_run_id.empty() ? run_id : client_run_id}};
+    observer.emit(start);
+    for (const auto& w : warnings) observer.emit({{"type", "warning"}, {"node_id", nullptr}, {"message", w}});
+    RunSettings settings;
+    settings.base_dir = options_.data_dir / "graphs";
+    settings.cancel = token;
+    settings.observer = &observer;
+    settings.cache = c->cache.get();
+    settings.force_rerun = force;
+    // The final message, decided under the connection's lock (see stop_current).
+    auto finish = [&](const nlohmann::json& m) {
+      std::lock_guard<std::mutex> lock(c->mutex);
+      if (c->run_id != run_id || !c->active) return;
+      observer.emit(c->stop_requested ? nlohmann::json{{"type", "execution_stopped"}} : m);
+      c->active = false;
+    };
+    try {
+      RunResult result = Executor(registry_).run(*shared, settings);
+      if (record) {
+        const nlohmann::json outputs = outputs_json(*shared, result);
+        run_outputs_.put(client_run_id.empty() ? run_id : client_run_id, outputs,
+                         static_cast<int64_t>(outputs.dump().size()));
+      }
+      finish({{"type", "execution_complete"}});
+    } catch (const Cancelled&) {
+      finish({{"type", "execution_stopped"}});
+      throw;
+    } catch (const std::exception& e) {
+      finish({{"type", "execution_error"}, {"error", e.what()}});
+      throw;
+    }
+  };
+  std::lock_guard<std::mutex> lock(c->mutex);  // before the job can look at run_id
+  c->run_id = queues_->submit(choice.device.str(), std::move(job));
+  c->active = true;
+  c->stop_requested = false;
+}
+
 }  // namespace codefy::server
+

@@ -2,6 +2,7 @@
 // later, from a run queue's thread). http_server.cpp feeds it from Beast.
 #pragma once
 
+#include "engine/node.h"
 #include "server/run_queue.h"
 #include "store/lru.h"
 
@@ -43,6 +44,18 @@ struct Response {
 
 using Respond = std::function<void(Response)>;
 
+/// One editor connection (WebSocket /ws/execution): its execution cache and
+/// its run. `send` delivers a JSON text frame (thread-safe; dropped once the
+/// socket is gone).
+struct Connection {
+  std::function<void(std::string)> send;
+  std::shared_ptr<ExecutionCache> cache;
+  std::mutex mutex;
+  std::string run_id;           ///< the connection's latest run, "" before the first
+  bool active = false;          ///< that run has not sent its final message yet
+  bool stop_requested = false;  ///< a stop came for it: its final message is execution_stopped
+};
+
 struct ApiOptions {
   std::filesystem::path data_dir;
   /// Host header values accepted (DNS-rebinding protection), e.g. "127.0.0.1:8000".
@@ -77,6 +90,16 @@ class Api {
   bool host_allowed(const std::string& host) const;
 
   nlohmann::json health() const;
+
+  /// WebSocket /ws/execution (CodefyUI's protocol v1): a connection opens
+  /// with its own execution cache, receives actions (execute, stop,
+  /// clear_cache) and is closed (its run stopped, its cache freed).
+  std::shared_ptr<Connection> open_connection(std::function<void(std::string)> send);
+  void connection_message(const std::shared_ptr<Connection>& c, const std::string& text);
+  void close_connection(const std::shared_ptr<Connection>& c);
+  /// The WebSocket handshake's check: "" when fine, else the reason, with
+  /// CodefyUI's close code in `code` (4003 Host/Origin, 4401 token).
+  std::string check_websocket(const Request& request, int& code) const;
   RunQueues& queues() { return *queues_; }
   const ApiOptions& options() const { return options_; }
 
@@ -92,7 +115,8 @@ class Api {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<RunRecord>> records_;  ///< by run id
   store::LruStore<nlohmann::json> run_outputs_;                ///< R-MEM: the run output store
-  std::string boot_id_;                                        ///< new at every start, as CodefyUI's
+  std::string boot_id_;
+  std::vector<std::weak_ptr<Connection>> connections_;  ///< for /api/health (guarded by mutex_)                                        ///< new at every start, as CodefyUI's
 };
 
 /// CodefyUI's file stem for a graph name: every character that is not a

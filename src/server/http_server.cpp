@@ -8,7 +8,9 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
+#include <deque>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@ namespace codefy::server {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
@@ -74,6 +77,80 @@ Request to_request(const http::request<http::string_body>& req, bool loopback) {
   return r;
 }
 
+/// One editor connection on /ws/execution: reads actions, writes the run's
+/// events through a bounded queue on its strand.
+class WsSession : public std::enable_shared_from_this<WsSession> {
+ public:
+  static constexpr size_t kMaxQueued = 4096;  ///< a client that stops reading loses messages past this
+
+  WsSession(tcp::socket&& socket, Api& api, const ServerOptions& options)
+      : ws_(std::move(socket)), api_(api), options_(options) {}
+
+  void run(http::request<http::string_body> req, const Request& request) {
+    close_reason_ = api_.check_websocket(request, close_code_);
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.read_message_max(options_.body_limit);
+    auto self = shared_from_this();
+    auto upgrade = std::make_shared<http::request<http::string_body>>(std::move(req));
+    ws_.async_accept(*upgrade, [self, upgrade](beast::error_code ec) { self->on_accept(ec); });
+  }
+
+ private:
+  void on_accept(beast::error_code ec) {
+    if (ec) return;
+    if (close_code_ != 0) {  // CodefyUI accepts, then closes with 4003 (Host/Origin) or 4401 (token)
+      auto self = shared_from_this();
+      ws_.async_close(websocket::close_reason(static_cast<websocket::close_code>(close_code_), close_reason_),
+                      [self](beast::error_code) {});
+      return;
+    }
+    std::weak_ptr<WsSession> weak = shared_from_this();
+    connection_ = api_.open_connection([weak](std::string text) {
+      if (auto self = weak.lock()) self->send(std::move(text));
+    });
+    read();
+  }
+
+  void read() {
+    ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) {  // closed, reset, or a frame over the limit
+        self->api_.close_connection(self->connection_);
+        return;
+      }
+      const std::string text = beast::buffers_to_string(self->buffer_.data());
+      self->buffer_.consume(self->buffer_.size());
+      self->api_.connection_message(self->connection_, text);
+      self->read();
+    });
+  }
+
+  void send(std::string text) {
+    net::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
+      if (self->queue_.size() >= kMaxQueued) return;
+      self->queue_.push_back(std::move(text));
+      if (self->queue_.size() == 1) self->write();
+    });
+  }
+
+  void write() {
+    ws_.text(true);
+    ws_.async_write(net::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return;
+      self->queue_.pop_front();
+      if (!self->queue_.empty()) self->write();
+    });
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  beast::flat_buffer buffer_;
+  std::deque<std::string> queue_;
+  Api& api_;
+  const ServerOptions& options_;
+  std::shared_ptr<Connection> connection_;
+  int close_code_ = 0;
+  std::string close_reason_;
+};
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket&& socket, Api& api, const ServerOptions& options)
@@ -107,6 +184,10 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ep_ec;
     const auto remote = stream_.socket().remote_endpoint(ep_ec);
     const Request request = to_request(req, !ep_ec && remote.address().is_loopback());
+    if (websocket::is_upgrade(req) && request.path == "/ws/execution") {
+      stream_.expires_never();  // the websocket stream keeps its own timeouts
+      return std::make_shared<WsSession>(stream_.release_socket(), api_, options_)->run(parser_->release(), request);
+    }
     stream_.expires_never();  // a run may take long: the answer comes when it ends
     auto self = shared_from_this();
     api_.handle(request, [self](Response response) {

@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -27,6 +28,7 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 namespace fs = std::filesystem;
+namespace websocket = beast::websocket;
 
 struct Reply {
   int status = 0;
@@ -97,6 +99,34 @@ class ServerFixture : public ::testing::Test {
   Reply post(const std::string& target, const nlohmann::json& body, std::map<std::string, std::string> headers = {}) {
     return request(http::verb::post, target, body.dump(), std::move(headers));
   }
+  /// A WebSocket client on /ws/execution.
+  struct Ws {
+    net::io_context ioc;
+    websocket::stream<tcp::socket> ws{ioc};
+    void send(const nlohmann::json& m) { ws.write(net::buffer(m.dump())); }
+    nlohmann::json next() {
+      beast::flat_buffer b;
+      ws.read(b);
+      return nlohmann::json::parse(beast::buffers_to_string(b.data()));
+    }
+    /// Messages until one of `type` (included).
+    std::vector<nlohmann::json> until(const std::string& type) {
+      std::vector<nlohmann::json> v;
+      do v.push_back(next());
+      while (v.back()["type"] != type);
+      return v;
+    }
+  };
+  std::unique_ptr<Ws> open_ws(const std::string& query = "?token=test-token", const std::string& origin = "") {
+    auto w = std::make_unique<Ws>();
+    w->ws.next_layer().connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
+    w->ws.set_option(websocket::stream_base::decorator([origin](websocket::request_type& req) {
+      if (!origin.empty()) req.set(http::field::origin, origin);
+    }));
+    w->ws.handshake(host(), "/ws/execution" + query);
+    return w;
+  }
+
   void expect_alive() { EXPECT_EQ(get("/api/health").status, 200) << "the server stopped serving"; }
 
   testing::TempDir dir_{"codefy-http"};
@@ -309,6 +339,110 @@ TEST_F(ServerFixture, ARestartKeepsSavedGraphsAndEmptiesTheStores) {
   const Reply health = get("/api/health");
   EXPECT_EQ(health.json["caches"]["run_output_store"]["runs"], 0);
   EXPECT_TRUE(get("/api/runs").json["runs"].empty());
+}
+
+/// node id → the statuses it reported, in order.
+std::map<std::string, std::vector<std::string>> statuses(const std::vector<nlohmann::json>& messages) {
+  std::map<std::string, std::vector<std::string>> m;
+  for (const auto& x : messages)
+    if (x["type"] == "node_status" && x["status"] != "progress") m[x["node_id"]].push_back(x["status"]);
+  return m;
+}
+
+TEST_F(ServerFixture, WebSocketRunsAGraphWithCodefyUIsMessages) {
+  auto ws = open_ws();
+  nlohmann::json msg = toy_graph(2);
+  msg["action"] = "execute";
+  ws->send(msg);
+  const auto messages = ws->until("execution_complete");
+  EXPECT_EQ(messages.front()["type"], "execution_start");
+  const auto s = statuses(messages);
+  EXPECT_EQ(s.at("train"), (std::vector<std::string>{"running", "completed"}));
+  EXPECT_EQ(s.size(), 7u);
+  int epochs = 0;
+  for (const auto& m : messages)
+    if (m["status"] == "progress" && m["progress"]["event"] == "epoch") ++epochs;
+  EXPECT_EQ(epochs, 2);
+  for (const auto& m : messages)
+    if (m["node_id"] == "train" && m["status"] == "completed") {
+      EXPECT_TRUE(m["output_summary"].contains("metrics"));
+    }
+  // Unknown actions and malformed frames get an answer; the connection stays.
+  ws->send({{"action", "dance"}});
+  EXPECT_EQ(ws->next()["error"], "Unknown action: dance");
+  ws->ws.write(net::buffer(std::string("{not json")));
+  EXPECT_EQ(ws->next()["type"], "error");
+  ws->send({{"action", "stop"}});  // nothing running: answered at once
+  EXPECT_EQ(ws->next()["type"], "execution_stopped");
+  expect_alive();
+}
+
+TEST_F(ServerFixture, WebSocketReRunsOnlyWhatChanged) {
+  auto ws = open_ws();
+  nlohmann::json g = toy_graph(1);
+  g["nodes"].push_back({{"id", "val"}, {"type", "ToyDataset"}, {"data", {{"params", {{"seed", 3}}}}}});
+  g["nodes"].push_back({{"id", "show"}, {"type", "Print"}, {"data", {{"params", nlohmann::json::object()}}}});
+  g["edges"].push_back({{"source", "val"}, {"sourceHandle", "dataset"}, {"target", "show"}, {"targetHandle", "value"},
+                        {"type", "data"}});
+  g["edges"].push_back({{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "show"}, {"type", "trigger"}});
+  g["action"] = "execute";
+  ws->send(g);
+  auto first = statuses(ws->until("execution_complete"));
+  EXPECT_EQ(first.at("data").back(), "completed");
+  EXPECT_EQ(first.at("val").back(), "completed");
+  EXPECT_EQ(get("/api/health").json["caches"]["execution_cache"]["instances"], 1);
+  EXPECT_GT(get("/api/health").json["caches"]["execution_cache"]["entries"].get<int>(), 0);
+
+  ws->send(g);  // nothing changed: the pure nodes come from the cache
+  auto second = statuses(ws->until("execution_complete"));
+  EXPECT_EQ(second.at("data"), (std::vector<std::string>{"cached"}));
+  EXPECT_EQ(second.at("val"), (std::vector<std::string>{"cached"}));
+  EXPECT_EQ(second.at("loss"), (std::vector<std::string>{"cached"}));
+  EXPECT_EQ(second.at("train"), (std::vector<std::string>{"running", "completed"}));  // training is never cached
+
+  g["nodes"][1]["data"]["params"]["n_samples"] = 150;  // edit one node's param
+  ws->send(g);
+  auto third = statuses(ws->until("execution_complete"));
+  EXPECT_EQ(third.at("data"), (std::vector<std::string>{"running", "completed"}));  // it re-runs
+  EXPECT_EQ(third.at("val"), (std::vector<std::string>{"cached"}));                 // the rest does not
+  EXPECT_EQ(third.at("loss"), (std::vector<std::string>{"cached"}));
+
+  ws->send({{"action", "clear_cache"}});
+  EXPECT_EQ(ws->next()["type"], "cache_cleared");
+  EXPECT_EQ(get("/api/health").json["caches"]["execution_cache"]["entries"], 0);
+  ws->send(g);
+  EXPECT_EQ(statuses(ws->until("execution_complete")).at("val").back(), "completed");
+}
+
+TEST_F(ServerFixture, WebSocketStopEndsTrainingWithinABatch) {
+  auto ws = open_ws();
+  nlohmann::json g = toy_graph(10000, 400);
+  g["action"] = "execute";
+  ws->send(g);
+  nlohmann::json m;
+  do m = ws->next();
+  while (!(m["type"] == "node_status" && m["node_id"] == "train" && m["status"] == "progress"));
+  const auto t0 = std::chrono::steady_clock::now();
+  ws->send({{"action", "stop"}});
+  const auto rest = ws->until("execution_stopped");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  for (const auto& x : rest) EXPECT_NE(x["type"], "execution_complete");
+  EXPECT_TRUE(get("/api/health").json["queues"]["cpu"]["running"].is_null());
+}
+
+TEST_F(ServerFixture, WebSocketHandshakeChecksTokenAndOrigin) {
+  for (const auto& [query, origin, code] :
+       std::vector<std::tuple<std::string, std::string, int>>{{"", "", 4401},
+                                                              {"?token=wrong", "", 4401},
+                                                              {"?token=test-token", "http://evil.example", 4003}}) {
+    auto ws = open_ws(query, origin);
+    beast::flat_buffer b;
+    beast::error_code ec;
+    ws->ws.read(b, ec);
+    EXPECT_EQ(ec, websocket::error::closed) << query << " " << origin;
+    EXPECT_EQ(ws->ws.reason().code, code) << query << " " << origin;
+  }
+  expect_alive();
 }
 
 }  // namespace
