@@ -214,6 +214,7 @@ int serve(const ServeCommand& cmd) {
   device::configure_threads();
   server::ApiOptions options;
   options.data_dir = cmd.data_dir;
+  options.examples_dir = cmd.examples_dir;
   try {
     options.stores = store::StoreSettings::from_env();
     options.devices = {"cpu"};

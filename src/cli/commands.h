@@ -30,6 +30,7 @@ struct ServeCommand {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
   std::string data_dir = "codefy-data";
+  std::string examples_dir = "examples";
 };
 
 int run_graph(const RunCommand& cmd);

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--host", serve_opts.host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", serve_opts.port, "Port (0: any free one)")->capture_default_str();
   serve_cmd->add_option("--data-dir", serve_opts.data_dir, "Saved graphs and model files")->capture_default_str();
+  serve_cmd->add_option("--examples-dir", serve_opts.examples_dir, "Example graphs to offer")->capture_default_str();
 
   bool devices_json = false;
   auto* devices_cmd = app.add_subcommand("devices", "Devices, threads and the BLAS in use");

@@ -236,6 +236,12 @@ void Api::handle(const Request& r, Respond respond) {
     if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "graph" &&
         (parts[2] == "save" || parts[2] == "load" || parts[2] == "list"))
       return respond(graph_file_route(r, parts[2]));
+    if (route("GET", {"api", "examples", "list"}, 0)) return respond(examples_list());
+    if (route("GET", {"api", "examples", "load"}, 0)) {
+      auto it = r.query.find("path");
+      if (it == r.query.end()) return respond(Response::error(422, "the query parameter \"path\" is required"));
+      return respond(example_load(it->second));
+    }
     if (route("POST", {"api", "graph", "run"}, 1)) return run_graph(parts[3], parse_body(r), std::move(respond));
     if (route("GET", {"api", "runs"}, 0)) {
       nlohmann::json a = nlohmann::json::array();
@@ -274,6 +280,45 @@ void Api::handle(const Request& r, Respond respond) {
   } catch (const std::exception& e) {
     return respond(Response::error(500, e.what()));
   }
+}
+
+Response Api::examples_list() const {
+  nlohmann::json list = nlohmann::json::array();
+  if (options_.examples_dir.empty() || !fs::is_directory(options_.examples_dir)) return Response::json(200, list);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(options_.examples_dir))
+    if (e.is_regular_file() && e.path().filename() == "graph.json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    try {
+      std::ifstream in(f);
+      const auto j = nlohmann::json::parse(in);
+      const std::string rel = fs::relative(f.parent_path(), options_.examples_dir).generic_string();
+      const size_t slash = rel.find('/');
+      list.push_back({{"name", j.value("name", rel)},
+                      {"description", j.value("description", "")},
+                      {"category", slash == std::string::npos ? "Other" : rel.substr(0, slash)},
+                      {"path", rel},
+                      {"source", "builtin"},
+                      {"node_count", j.contains("nodes") ? j["nodes"].size() : 0},
+                      {"edge_count", j.contains("edges") ? j["edges"].size() : 0}});
+    } catch (const std::exception&) {  // unreadable examples are skipped, as CodefyUI does
+    }
+  }
+  return Response::json(200, list);
+}
+
+Response Api::example_load(const std::string& path) const {
+  if (path.empty() || path.find("..") != std::string::npos || path.front() == '/' || path.front() == '\\')
+    return Response::error(400, "Invalid path");
+  const fs::path root = fs::weakly_canonical(options_.examples_dir);
+  const fs::path file = fs::weakly_canonical(root / path / "graph.json");
+  const std::string r = root.string(), f = file.string();
+  if (f.compare(0, r.size(), r) != 0) return Response::error(400, "Invalid path");
+  if (options_.examples_dir.empty() || !fs::is_regular_file(file))
+    return Response::error(404, "Example not found: " + path);
+  std::ifstream in(file);
+  return Response::json(200, nlohmann::json::parse(in));
 }
 
 Response Api::graph_file_route(const Request& r, const std::string& action) {

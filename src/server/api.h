@@ -58,6 +58,8 @@ struct Connection {
 
 struct ApiOptions {
   std::filesystem::path data_dir;
+  /// Example graphs (`<category>/<name>/graph.json`), served read-only; empty: none.
+  std::filesystem::path examples_dir;
   /// Host header values accepted (DNS-rebinding protection), e.g. "127.0.0.1:8000".
   std::vector<std::string> allowed_hosts;
   /// WebSocket/browser Origin values accepted, e.g. "http://127.0.0.1:8000".
@@ -107,6 +109,8 @@ class Api {
   struct RunRecord;
   void run_graph(const std::string& name, const nlohmann::json& body, Respond respond);
   Response graph_file_route(const Request& r, const std::string& rest);
+  Response examples_list() const;
+  Response example_load(const std::string& path) const;
   std::filesystem::path graphs_dir() const;
 
   ApiOptions options_;

@@ -45,6 +45,7 @@ class ServerFixture : public ::testing::Test {
     ApiOptions o;
     o.data_dir = dir_.path();
     o.token = "test-token";
+    o.examples_dir = fs::path(CODEFY_SOURCE_DIR) / "examples";
     o.devices = {"cpu", "cuda:0"};  // a second queue, so queue independence can be shown on a CPU machine
     api_ = std::make_unique<Api>(o, NodeRegistry::builtin());
     ServerOptions so;
@@ -243,6 +244,23 @@ TEST_F(ServerFixture, ValidateSaveListLoad) {
   EXPECT_EQ(loaded.json["nodes"].size(), 7u);
   EXPECT_FALSE(loaded.json.contains("overwrite"));
   EXPECT_EQ(get("/api/graph/load/nothing").json["detail"], "Graph 'nothing' not found");
+}
+
+TEST_F(ServerFixture, ExamplesAreListedAndLoadedButNothingOutsideThem) {
+  const Reply list = get("/api/examples/list");
+  ASSERT_EQ(list.status, 200);
+  bool toy = false;
+  for (const auto& e : list.json) toy = toy || e["path"] == "toy-mlp";
+  EXPECT_TRUE(toy) << list.body;
+  const Reply resume = get("/api/examples/load?path=resume");  // a folder without graph.json
+  EXPECT_EQ(resume.status, 404);
+  const Reply loaded = get("/api/examples/load?path=toy-mlp");
+  ASSERT_EQ(loaded.status, 200);
+  EXPECT_EQ(loaded.json["name"], "Toy MLP");
+  for (const std::string bad : {"../src", "..%2Fsrc", "/etc", "toy-mlp/../../README.md"})
+    EXPECT_EQ(get("/api/examples/load?path=" + bad).json["detail"], "Invalid path") << bad;
+  EXPECT_EQ(get("/api/examples/load?path=nothing").json["detail"], "Example not found: nothing");
+  EXPECT_EQ(get("/api/examples/load").status, 422);
 }
 
 TEST_F(ServerFixture, HostileInputGetsAnAnswerAndChangesNothing) {
