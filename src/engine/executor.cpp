@@ -101,10 +101,11 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       upstream_cacheable = upstream_cacheable && !k.empty();
       upstream.push_back(e.target_handle + "<-" + e.source_handle + "@" + k);
     }
+    const nlohmann::json params = fill_defaults(type->def, spec.params);
     std::string key;
     if (settings.cache && type->def.cacheable && upstream_cacheable) {
       std::sort(upstream.begin(), upstream.end());
-      key = cache_key(spec, fill_defaults(type->def, spec.params), settings, upstream);
+      key = cache_key(spec, params, settings, upstream);
       if (!settings.force_rerun.count(id)) {
         if (auto hit = settings.cache->get(key)) {
           if (settings.observer) {
@@ -127,7 +128,6 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", message}});
       return NodeError(g.name, id, spec.type, field, message);
     };
-    const nlohmann::json params = fill_defaults(type->def, spec.params);
     std::optional<NodeContext> ctx;
     // Out of memory (R-OOM): the report names node, device, advice and memory;
     // cached blocks go back so the next run starts clean; no retry (R-OOM-3).

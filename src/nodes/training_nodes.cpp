@@ -205,11 +205,16 @@ void register_training_loop(NodeRegistry& r) {
     o.grad_clip_norm = ctx.param_float("grad_clip_norm");
     o.device = ctx.device();
     device::reset_peak(o.device);  // the CPU's was reset when the node started; this adds CUDA's
-    nlohmann::json start_memory = nlohmann::json::object();  // model, data, optimizer state so far
-    for (const c10::Device d : {c10::Device(c10::kCPU), o.device}) {
-      const device::MemoryReading m = device::read_memory(d);
-      if (m.counted) start_memory[d.str()] = m.live_bytes;
-    }
+    // Live (or peak) bytes per device with a counter: CPU and the training device.
+    auto memory_by_device = [&o](bool peak) {
+      nlohmann::json j = nlohmann::json::object();
+      for (const c10::Device d : {c10::Device(c10::kCPU), o.device}) {
+        const device::MemoryReading m = device::read_memory(d);
+        if (m.counted) j[d.str()] = peak ? m.peak_bytes : m.live_bytes;
+      }
+      return j;
+    };
+    const nlohmann::json start_memory = memory_by_device(false);  // model, data, optimizer state so far
     o.precision = train::parse_precision(ctx.param_string("precision"));
     o.accumulate_steps = ctx.param_int("accumulate_steps");
     o.max_steps = ctx.param_int("max_steps");
@@ -246,13 +251,7 @@ void register_training_loop(NodeRegistry& r) {
     hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
     train::TrainResult res = train::train_model(*model, *train_loader, val ? val->get() : nullptr, *opt, *loss,
                                                 sched ? sched->get() : nullptr, o, hooks);
-    // Peak since the node started (the executor resets it per node), per device.
-    nlohmann::json peaks = nlohmann::json::object();
-    for (const c10::Device d : {c10::Device(c10::kCPU), o.device}) {
-      const device::MemoryReading m = device::read_memory(d);
-      if (m.counted) peaks[d.str()] = m.peak_bytes;
-    }
-    res.metrics["peak_memory_bytes"] = peaks;
+    res.metrics["peak_memory_bytes"] = memory_by_device(true);  // since the node started (reset per node)
     res.metrics["start_memory_bytes"] = start_memory;
     res.metrics["warnings"] = ctx.warnings();
     auto to_tensor = [](const std::vector<double>& v) {

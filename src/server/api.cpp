@@ -80,7 +80,7 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
-nlohmann::json outputs_json(const PreparedGraph& prepared, const RunResult& result) {
+nlohmann::json outputs_json(const RunResult& result) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [id, outputs] : result.outputs) {
     nlohmann::json node = nlohmann::json::object();
@@ -88,7 +88,6 @@ nlohmann::json outputs_json(const PreparedGraph& prepared, const RunResult& resu
       if (const auto* m = std::get_if<nlohmann::json>(&value)) node[port] = *m;  // metrics dicts as they are
       else node[port] = summarize(value);
     }
-    (void)prepared;
     j[id] = node;
   }
   return j;
@@ -454,7 +453,7 @@ void Api::run_graph(const std::string& name, const nlohmann::json& body, Respond
       for (const auto& [id, outputs] : result.outputs)
         if (auto m = outputs.find("metrics"); m != outputs.end())
           if (const auto* j = std::get_if<nlohmann::json>(&m->second)) metrics[id] = *j;
-      finish("ok", nullptr, outputs_json(*shared_prepared, result));
+      finish("ok", nullptr, outputs_json(result));
     } catch (const Cancelled&) {
       finish("stopped", {{"code", "stopped"}, {"message", "the run was stopped"}, {"node_id", nullptr}, {"details", nullptr}},
              nullptr);
@@ -637,7 +636,7 @@ void Api::connection_message(const std::shared_ptr<Connection>& c, const std::st
     try {
       RunResult result = Executor(registry_).run(*shared, settings);
       if (record) {
-        const nlohmann::json outputs = outputs_json(*shared, result);
+        const nlohmann::json outputs = outputs_json(result);
         run_outputs_.put(client_run_id.empty() ? run_id : client_run_id, outputs,
                          static_cast<int64_t>(outputs.dump().size()));
       }

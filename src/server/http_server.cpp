@@ -36,8 +36,7 @@ int hex_value(char c) {
 std::string decode(const std::string& s, bool query) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() + 0 && i + 2 <= s.size() - 1 + 0 && hex_value(s[i + 1]) >= 0 &&
-        hex_value(s[i + 2]) >= 0) {
+    if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
       out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
       i += 2;
     } else if (query && s[i] == '+') {

@@ -47,6 +47,44 @@ inline void write_json_file(const std::filesystem::path& path, const nlohmann::j
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+/// A training graph as the editor saves it: Start → SequentialModel
+/// (in-hidden-out MLP with ReLU) and ToyDataset → DataLoader → TrainingLoop
+/// with a cross-entropy Loss and an Optimizer; each node's params as given.
+inline nlohmann::json mlp_training_graph(const std::string& name, int64_t in, int64_t hidden, int64_t out,
+                                         const nlohmann::json& data, const nlohmann::json& loader,
+                                         const nlohmann::json& optimizer, const nlohmann::json& loop) {
+  const nlohmann::json layers = {
+      {"version", 2},
+      {"nodes",
+       {{{"id", "in"}, {"type", "Input"}, {"ports", {{{"id", "p"}, {"name", "x"}}}}},
+        {{"id", "l1"}, {"type", "Linear"}, {"params", {{"in_features", in}, {"out_features", hidden}}}},
+        {{"id", "a"}, {"type", "ReLU"}},
+        {{"id", "l2"}, {"type", "Linear"}, {"params", {{"in_features", hidden}, {"out_features", out}}}},
+        {{"id", "out"}, {"type", "Output"}, {"ports", {{{"id", "q"}, {"name", "y"}}}}}}},
+      {"edges",
+       {{{"id", "e1"}, {"source", "in"}, {"target", "l1"}, {"sourceHandle", "p"}},
+        {{"id", "e2"}, {"source", "l1"}, {"target", "a"}},
+        {{"id", "e3"}, {"source", "a"}, {"target", "l2"}},
+        {{"id", "e4"}, {"source", "l2"}, {"target", "out"}, {"targetHandle", "q"}}}}};
+  auto node = [](const char* id, const char* type, const nlohmann::json& params) {
+    return nlohmann::json{{"id", id}, {"type", type}, {"data", {{"params", params}}}};
+  };
+  auto edge = [](const char* s, const char* sh, const char* t, const char* th) {
+    return nlohmann::json{{"source", s}, {"sourceHandle", sh}, {"target", t}, {"targetHandle", th}, {"type", "data"}};
+  };
+  return {{"name", name},
+          {"nodes",
+           {node("start", "Start", nlohmann::json::object()), node("data", "ToyDataset", data),
+            node("loader", "DataLoader", loader), node("mlp", "SequentialModel", {{"layers", layers.dump()}}),
+            node("loss", "Loss", {{"type", "CrossEntropyLoss"}}), node("opt", "Optimizer", optimizer),
+            node("train", "TrainingLoop", loop)}},
+          {"edges",
+           {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "mlp"}, {"type", "trigger"}},
+            edge("data", "dataset", "loader", "dataset"), edge("mlp", "model", "opt", "model"),
+            edge("mlp", "model", "train", "model"), edge("loader", "dataloader", "train", "dataloader"),
+            edge("opt", "optimizer", "train", "optimizer"), edge("loss", "loss_fn", "train", "loss_fn")}}};
+}
+
 /// A committed golden-value file from tests/golden/ (made by scripts/golden/make_golden.py).
 inline nlohmann::json read_golden(const std::string& name) {
   return read_json_file(std::filesystem::path(CODEFY_SOURCE_DIR) / "tests/golden" / name);

@@ -16,34 +16,10 @@ namespace {
 /// ToyDataset(512 x 256) → DataLoader → 256-8192-10 MLP → Adam → TrainingLoop:
 /// activations grow with the batch (8192 floats per sample and layer).
 nlohmann::json wide_mlp_graph(int64_t batch, const nlohmann::json& loop_params = nlohmann::json::object()) {
-  const std::string layers =
-      R"({"version":2,"nodes":[{"id":"in","type":"Input","ports":[{"id":"p","name":"x"}]},)"
-      R"({"id":"l1","type":"Linear","params":{"in_features":256,"out_features":8192}},{"id":"a","type":"ReLU"},)"
-      R"({"id":"l2","type":"Linear","params":{"in_features":8192,"out_features":10}},)"
-      R"({"id":"out","type":"Output","ports":[{"id":"q","name":"y"}]}],"edges":[)"
-      R"({"id":"e1","source":"in","target":"l1","sourceHandle":"p"},{"id":"e2","source":"l1","target":"a"},)"
-      R"({"id":"e3","source":"a","target":"l2"},{"id":"e4","source":"l2","target":"out","targetHandle":"q"}]})";
   nlohmann::json loop = {{"epochs", 1}, {"max_steps", 2}, {"log_grad_norm", false}};
   loop.update(loop_params);
-  auto node = [](const char* id, const char* type, nlohmann::json params) {
-    return nlohmann::json{{"id", id}, {"type", type}, {"data", {{"params", std::move(params)}}}};
-  };
-  auto edge = [](const char* s, const char* sh, const char* t, const char* th) {
-    return nlohmann::json{{"source", s}, {"sourceHandle", sh}, {"target", t}, {"targetHandle", th}, {"type", "data"}};
-  };
-  return {{"name", "wide"},
-          {"nodes",
-           {node("start", "Start", nlohmann::json::object()),
-            node("data", "ToyDataset", {{"n_samples", 512}, {"n_features", 256}, {"n_classes", 10}}),
-            node("loader", "DataLoader", {{"batch_size", batch}}),
-            node("mlp", "SequentialModel", {{"layers", layers}}),
-            node("loss", "Loss", {{"type", "CrossEntropyLoss"}}), node("opt", "Optimizer", {{"type", "Adam"}}),
-            node("train", "TrainingLoop", loop)}},
-          {"edges",
-           {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "mlp"}, {"type", "trigger"}},
-            edge("data", "dataset", "loader", "dataset"), edge("mlp", "model", "opt", "model"),
-            edge("mlp", "model", "train", "model"), edge("loader", "dataloader", "train", "dataloader"),
-            edge("opt", "optimizer", "train", "optimizer"), edge("loss", "loss_fn", "train", "loss_fn")}}};
+  return mlp_training_graph("wide", 256, 8192, 10, {{"n_samples", 512}, {"n_features", 256}, {"n_classes", 10}},
+                            {{"batch_size", batch}}, {{"type", "Adam"}}, loop);
 }
 
 struct BudgetReset {

@@ -137,30 +137,8 @@ class ServerFixture : public ::testing::Test {
 };
 
 nlohmann::json toy_graph(int epochs, int samples = 200) {
-  const std::string layers =
-      R"({"version":2,"nodes":[{"id":"in","type":"Input","ports":[{"id":"p","name":"x"}]},)"
-      R"({"id":"l1","type":"Linear","params":{"in_features":2,"out_features":16}},{"id":"a","type":"ReLU"},)"
-      R"({"id":"l2","type":"Linear","params":{"in_features":16,"out_features":2}},)"
-      R"({"id":"out","type":"Output","ports":[{"id":"q","name":"y"}]}],"edges":[)"
-      R"({"id":"e1","source":"in","target":"l1","sourceHandle":"p"},{"id":"e2","source":"l1","target":"a"},)"
-      R"({"id":"e3","source":"a","target":"l2"},{"id":"e4","source":"l2","target":"out","targetHandle":"q"}]})";
-  auto node = [](const char* id, const char* type, nlohmann::json params) {
-    return nlohmann::json{{"id", id}, {"type", type}, {"data", {{"params", std::move(params)}}}};
-  };
-  auto edge = [](const char* s, const char* sh, const char* t, const char* th) {
-    return nlohmann::json{{"source", s}, {"sourceHandle", sh}, {"target", t}, {"targetHandle", th}, {"type", "data"}};
-  };
-  return {{"name", "toy"},
-          {"nodes",
-           {node("start", "Start", nlohmann::json::object()), node("data", "ToyDataset", {{"n_samples", samples}}),
-            node("loader", "DataLoader", {{"batch_size", 1}}), node("mlp", "SequentialModel", {{"layers", layers}}),
-            node("loss", "Loss", {{"type", "CrossEntropyLoss"}}), node("opt", "Optimizer", {{"type", "SGD"}, {"lr", 0.05}}),
-            node("train", "TrainingLoop", {{"epochs", epochs}})}},
-          {"edges",
-           {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "mlp"}, {"type", "trigger"}},
-            edge("data", "dataset", "loader", "dataset"), edge("mlp", "model", "opt", "model"),
-            edge("mlp", "model", "train", "model"), edge("loader", "dataloader", "train", "dataloader"),
-            edge("opt", "optimizer", "train", "optimizer"), edge("loss", "loss_fn", "train", "loss_fn")}}};
+  return testing::mlp_training_graph("toy", 2, 16, 2, {{"n_samples", samples}}, {{"batch_size", 1}},
+                                     {{"type", "SGD"}, {"lr", 0.05}}, {{"epochs", epochs}});
 }
 
 TEST_F(ServerFixture, HealthHasTheStoresQueuesAndVersion) {
