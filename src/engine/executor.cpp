@@ -48,11 +48,13 @@ uint64_t node_seed(uint64_t run_seed, const std::string& node_id) {
 namespace {
 
 /// What determines a node's outputs: type, params, the device it was asked
-/// for, the run seed and node id (its RNG seed), and its inputs' keys.
+/// for, the run seed and node id (its RNG seed), what it reads from files,
+/// and its inputs' keys. Starts with "<id>#" so a node's entries can be found.
 std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params, const RunSettings& settings,
-                      const std::vector<std::string>& upstream) {
-  const nlohmann::json what = {{"type", spec.type}, {"id", spec.id},       {"params", params},
-                               {"device", settings.device}, {"seed", settings.seed}, {"upstream", upstream}};
+                      const std::vector<std::string>& upstream, const std::string& fingerprint) {
+  const nlohmann::json what = {{"type", spec.type},         {"id", spec.id},         {"params", params},
+                               {"device", settings.device}, {"seed", settings.seed}, {"upstream", upstream},
+                               {"files", fingerprint}};
   const std::string text = what.dump();
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, twice with different bases: 128 bits
   uint64_t h2 = 0x84222325cbf29ce4ULL;
@@ -63,7 +65,7 @@ std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params,
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h),
                 static_cast<unsigned long long>(h2));
-  return buf;
+  return spec.id + "#" + buf;
 }
 
 }  // namespace
@@ -102,24 +104,37 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       upstream.push_back(e.target_handle + "<-" + e.source_handle + "@" + k);
     }
     const nlohmann::json params = fill_defaults(type->def, spec.params);
+    const bool cached = settings.cache && type->def.cacheable;
+    const bool persistent = settings.state_store && type->def.persistent_state;
     std::string key;
-    if (settings.cache && type->def.cacheable && upstream_cacheable) {
+    if ((cached || persistent) && upstream_cacheable) {
       std::sort(upstream.begin(), upstream.end());
-      key = cache_key(spec, params, settings, upstream);
-      if (!settings.force_rerun.count(id)) {
-        if (auto hit = settings.cache->get(key)) {
-          if (settings.observer) {
-            nlohmann::json summary = nlohmann::json::object();
-            for (const auto& [port, value] : *hit) summary[port] = summarize(value);
-            settings.observer->on_node_exit(ref, NodeStatus::kCached, summary);
-          }
-          keys[id] = key;
-          result.outputs[id] = std::move(*hit);
-          continue;
-        }
+      try {
+        key = cache_key(spec, params, settings, upstream,
+                        type->fingerprint ? type->fingerprint(params, settings.base_dir) : std::string());
+      } catch (const std::exception&) {  // a file it reads is missing: run it, it will say so
       }
     }
-    keys[id] = key;
+    // Served from the cache, or a persistent module from an earlier run with the same key.
+    std::optional<ValueMap> reused;
+    if (!key.empty() && !settings.force_rerun.count(id)) {
+      if (cached) {
+        reused = settings.cache->get(key);
+      } else if (auto state = settings.state_store->get(node_state_key(settings.state_scope, id));
+                 state && state->key == key) {
+        reused = std::move(state->outputs);
+      }
+    }
+    keys[id] = cached ? key : std::string();  // a mutable module makes its dependants uncacheable
+    if (reused) {
+      if (settings.observer) {
+        nlohmann::json summary = nlohmann::json::object();
+        for (const auto& [port, value] : *reused) summary[port] = summarize(value);
+        settings.observer->on_node_exit(ref, NodeStatus::kCached, summary);
+      }
+      result.outputs[id] = std::move(*reused);
+      continue;
+    }
 
     if (settings.observer) settings.observer->on_node_entry(ref);
     torch::manual_seed(node_seed(settings.seed, id));
@@ -139,6 +154,11 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
                      oom_memory_line(m, dev.is_cpu() ? device::cpu_memory().live_at_failure_bytes : m.live_bytes),
                      original);
       ctx.reset();
+      // R-OOM-2: the node's kept outputs go, then the allocator's free blocks.
+      const std::string prefix = id + "#";
+      if (settings.cache)
+        settings.cache->erase_if([&](const std::string& k) { return k.compare(0, prefix.size(), prefix) == 0; });
+      if (settings.state_store) settings.state_store->erase(node_state_key(settings.state_scope, id));
       device::release_cached_memory(dev);
       if (settings.observer)
         settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", report}, {"out_of_memory", true}});
@@ -152,7 +172,10 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
         for (const auto& [port, value] : outputs) summary[port] = summarize(value);
         settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summary);
       }
-      if (!key.empty()) settings.cache->put(key, outputs, value_bytes(outputs));
+      if (!key.empty() && cached) settings.cache->put(key, outputs, value_bytes(outputs));
+      if (!key.empty() && persistent)  // measured now, as built (R-MEM-3)
+        settings.state_store->put(node_state_key(settings.state_scope, id), PersistedState{key, outputs},
+                                  value_bytes(outputs));
       result.outputs[id] = std::move(outputs);
       const auto mem = device::cpu_memory();
       if (mem.installed) result.peak_cpu_bytes[id] = mem.peak_bytes;

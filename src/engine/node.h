@@ -22,6 +22,16 @@ namespace codefy {
 /// cache), keyed by what determines them.
 using ExecutionCache = store::LruStore<ValueMap>;
 
+/// A node's outputs kept between runs of one graph (R-MEM node state store):
+/// the modules of persistent_state nodes, with the key of what built them.
+struct PersistedState {
+  std::string key;  ///< the node's cache key when they were built
+  ValueMap outputs;
+};
+/// Keyed by node_state_key(scope, node id).
+using NodeStateStore = store::LruStore<PersistedState>;
+std::string node_state_key(const std::string& scope, const std::string& node_id);
+
 /// Settings of one run that nodes may read.
 struct RunSettings {
   uint64_t seed = 0;
@@ -37,6 +47,10 @@ struct RunSettings {
   ExecutionCache* cache = nullptr;
   /// Nodes that must run even when their key is cached (the client's changed_nodes).
   std::set<std::string> force_rerun;
+  /// Where persistent_state nodes keep their modules between runs, under
+  /// `state_scope` (the editor's graph id). Null: every run builds fresh ones.
+  NodeStateStore* state_store = nullptr;
+  std::string state_scope;
 };
 
 /// The call of one node: its inputs, its params (defaults filled in), and
@@ -105,16 +119,23 @@ class NodeContext {
   mutable std::vector<std::string> warnings_;
 };
 
+/// What a node reads from outside the graph (a file's size and modification
+/// time), part of its cache key so an edited file is read again. Given the
+/// node's params (defaults filled) and the run's base folder; throws when it
+/// cannot tell (the node is then not served from the cache).
+using Fingerprint = std::function<std::string(const nlohmann::json& params, const std::filesystem::path& base_dir)>;
+
 /// A node type: its definition and what it does.
 struct NodeType {
   graph::NodeDef def;
   std::function<ValueMap(NodeContext&)> execute;
+  Fingerprint fingerprint;  ///< empty: the node reads nothing outside the graph
 };
 
 /// Every node type, built once at start-up and read-only afterwards.
 class NodeRegistry : public graph::NodeCatalog {
  public:
-  void add(graph::NodeDef def, std::function<ValueMap(NodeContext&)> execute);
+  void add(graph::NodeDef def, std::function<ValueMap(NodeContext&)> execute, Fingerprint fingerprint = {});
   const graph::NodeDef* find(const std::string& type) const override;
   const NodeType* get(const std::string& type) const;
   /// All types, sorted by category then name.
@@ -148,6 +169,9 @@ graph::ParamDef select(std::string name, std::string value, std::vector<std::str
 graph::ParamDef advanced(graph::ParamDef p);
 /// The `device` parameter every device-aware node has (auto, cpu, cuda, mps).
 graph::ParamDef device(std::string description);
+/// A Fingerprint of the files named by path params: each one's resolved path,
+/// size and modification time (throws when one is missing).
+Fingerprint files_fingerprint(std::vector<std::string> path_params);
 }  // namespace def
 
 }  // namespace codefy

@@ -122,9 +122,13 @@ void NodeContext::print(const std::string& text) const {
   if (run_.observer) run_.observer->on_print(node_, text);
 }
 
-void NodeRegistry::add(graph::NodeDef def, std::function<ValueMap(NodeContext&)> execute) {
+void NodeRegistry::add(graph::NodeDef def, std::function<ValueMap(NodeContext&)> execute, Fingerprint fingerprint) {
   const std::string name = def.name;
-  types_[name] = NodeType{std::move(def), std::move(execute)};
+  types_[name] = NodeType{std::move(def), std::move(execute), std::move(fingerprint)};
+}
+
+std::string node_state_key(const std::string& scope, const std::string& node_id) {
+  return scope + '\x1f' + node_id;
 }
 
 const graph::NodeDef* NodeRegistry::find(const std::string& type) const {
@@ -211,6 +215,19 @@ graph::ParamDef device(std::string description) {
   graph::ParamDef p = select("device", "auto", {"auto", "cpu", "cuda", "mps"}, std::move(description));
   p.open_options = true;  // "cuda:1" and graphs from other machines are parsed at run time (R-DEV-4, R-DEV-5)
   return p;
+}
+Fingerprint files_fingerprint(std::vector<std::string> path_params) {
+  return [names = std::move(path_params)](const nlohmann::json& params, const std::filesystem::path& base_dir) {
+    std::string fp;
+    for (const auto& name : names) {
+      std::filesystem::path p(params.at(name).get<std::string>());
+      if (!p.is_absolute() && !base_dir.empty()) p = base_dir / p;
+      const auto mtime = std::filesystem::last_write_time(p).time_since_epoch().count();  // throws when missing
+      fp += p.lexically_normal().string() + '|' + std::to_string(std::filesystem::file_size(p)) + '|' +
+            std::to_string(mtime) + ';';
+    }
+    return fp;
+  };
 }
 graph::ParamDef advanced(graph::ParamDef p) {
   p.advanced = true;

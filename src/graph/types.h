@@ -66,6 +66,10 @@ struct NodeDef {
   /// Whether a cache may serve this node's outputs (never for training or
   /// for nodes that hand out mutable handles).
   bool cacheable = true;
+  /// Whether its outputs (a freshly initialised module) are kept in the node
+  /// state store between editor runs, so training continues from the weights
+  /// of the last run (CodefyUI's weights_persistent, R-MEM node state store).
+  bool persistent_state = false;
 
   const PortDef* input(const std::string& port) const;
   const PortDef* output(const std::string& port) const;

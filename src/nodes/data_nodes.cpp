@@ -3,6 +3,9 @@
 
 #include "engine/executor.h"
 
+#include <algorithm>
+#include <filesystem>
+
 namespace codefy {
 
 using graph::DataType;
@@ -35,7 +38,23 @@ void register_data_nodes(NodeRegistry& r) {
                                 "Folder holding <name>/raw/*-idx*-ubyte[.gz] (torchvision's layout); relative to the "
                                 "graph file. Falls back to Debian's /usr/share/datasets when not found there."),
                       max_samples_param()}};
-    d.cacheable = false;
+    // Cacheable: a dataset is read-only once loaded; its files' sizes and
+    // times are part of the key, so replaced files are read again.
+    auto fingerprint = [](const nlohmann::json& params, const std::filesystem::path& base_dir) {
+      std::filesystem::path dir(params.at("data_dir").get<std::string>());
+      if (!dir.is_absolute() && !base_dir.empty()) dir = base_dir / dir;
+      dir /= params.at("name").get<std::string>();
+      if (!std::filesystem::is_directory(dir)) return std::string("packaged");  // Debian's copy does not change
+      std::vector<std::string> entries;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+        if (e.is_regular_file())
+          entries.push_back(e.path().string() + '|' + std::to_string(e.file_size()) + '|' +
+                            std::to_string(e.last_write_time().time_since_epoch().count()));
+      std::sort(entries.begin(), entries.end());
+      std::string fp;
+      for (const auto& x : entries) fp += x + ';';
+      return fp;
+    };
     r.add(std::move(d), [](NodeContext& ctx) {
       const std::string name = ctx.param_string("name");
       const bool train = ctx.param_string("split") == "train";
@@ -52,7 +71,7 @@ void register_data_nodes(NodeRegistry& r) {
         }
       }
       return ValueMap{{"dataset", std::make_shared<const train::Dataset>(take_first(std::move(ds), ctx.param_int("max_samples")))}};
-    });
+    }, fingerprint);
   }
   {
     graph::NodeDef d{"CSVDataset", "Data",
@@ -65,7 +84,6 @@ void register_data_nodes(NodeRegistry& r) {
                                   "Class labels (int64) or numeric targets (float32)"),
                       max_samples_param()}};
     d.params[0].required = true;
-    d.cacheable = false;
     r.add(std::move(d), [](NodeContext& ctx) {
       train::CsvOptions o;
       o.target_column = ctx.param_string("target_column");
@@ -89,7 +107,7 @@ void register_data_nodes(NodeRegistry& r) {
         NodeContext::fail_param("path", e.what());
       }
       return ValueMap{{"dataset", std::make_shared<const train::Dataset>(take_first(std::move(ds), ctx.param_int("max_samples")))}};
-    });
+    }, def::files_fingerprint({"path"}));
   }
   r.add({"ToyDataset", "Data",
          "Generate a small dataset: Gaussian blobs (classification) or a noisy linear target (regression).",

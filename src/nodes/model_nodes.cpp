@@ -32,7 +32,8 @@ void register_model_nodes(NodeRegistry& r) {
                    "Build a model from a layer graph (CodefyUI's v2 spec: Input, layers, merges, Output).",
                    {}, {def::out("model", DataType::kModel, "The model, freshly initialised from the run seed")},
                    {def::text("layers", kDefaultLayers, "DAG JSON (v2 schema) describing the model graph")}};
-  d.cacheable = false;  // hands out a module that training mutates
+  d.cacheable = false;        // hands out a module that training mutates...
+  d.persistent_state = true;  // ...which the editor keeps between runs (weights_persistent)
   r.add(std::move(d), [](NodeContext& ctx) {
     const auto& v = ctx.params().at("layers");
     train::ModelPtr model;

@@ -56,17 +56,22 @@ class Recorder : public Observer {
 };
 
 /// Runs a graph JSON in-process; base_dir is where its relative paths resolve.
+/// Runs a graph JSON in-process with the given settings (base_dir: where its relative paths resolve).
+inline RunResult run_json(const nlohmann::json& g, const RunSettings& s) {
+  graph::Graph graph = graph::graph_from_json(g, "test");
+  graph.base_dir = s.base_dir;
+  PreparedGraph p = prepare(graph, NodeRegistry::builtin());
+  return Executor(NodeRegistry::builtin()).run(p, s);
+}
+
 inline RunResult run_json(const nlohmann::json& g, uint64_t seed = 0, Observer* observer = nullptr,
                           const std::filesystem::path& base_dir = {}, CancellationToken cancel = {}) {
-  graph::Graph graph = graph::graph_from_json(g, "test");
-  graph.base_dir = base_dir;
-  PreparedGraph p = prepare(graph, NodeRegistry::builtin());
   RunSettings s;
   s.seed = seed;
   s.base_dir = base_dir;
   s.observer = observer;
   s.cancel = cancel;
-  return Executor(NodeRegistry::builtin()).run(p, s);
+  return run_json(g, s);
 }
 
 /// Result of running the codefy binary.

@@ -1,0 +1,172 @@
+// What the editor keeps between runs (R-MEM): file-reading nodes are served
+// from the execution cache until their file changes; SequentialModel's module
+// stays in the node state store so training continues where it stopped; an
+// out-of-memory drops the failing node's entries (R-OOM-2).
+#include "device/memory.h"
+#include "engine/oom.h"
+#include "test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <fstream>
+
+namespace codefy::testing {
+namespace {
+
+const nlohmann::json kStart = {{"id", "start"}, {"type", "Start"}, {"data", {{"params", nlohmann::json::object()}}}};
+
+nlohmann::json node(const std::string& id, const std::string& type, const nlohmann::json& params) {
+  return {{"id", id}, {"type", type}, {"data", {{"params", params}}}};
+}
+
+nlohmann::json trigger(const std::string& target) {
+  return {{"source", "start"}, {"target", target}, {"type", "trigger"}};
+}
+
+/// How many cache entries belong to node `id` (keys start with "<id>#").
+size_t entries_of(const ExecutionCache& cache, const std::string& id) {
+  const auto keys = cache.keys();
+  return std::count_if(keys.begin(), keys.end(), [&](const std::string& k) { return k.rfind(id + "#", 0) == 0; });
+}
+
+std::string status_of(const Recorder& r, const std::string& id) {
+  std::string last;
+  for (const auto& s : r.statuses)
+    if (s.compare(0, id.size() + 1, id + ":") == 0) last = s.substr(id.size() + 1);
+  return last;
+}
+
+void write_csv(const std::filesystem::path& p, int rows) {
+  std::ofstream out(p);
+  out << "a,b,label\n";
+  for (int i = 0; i < rows; ++i) out << i << "," << i * 2 << "," << i % 2 << "\n";
+}
+
+TEST(ExecutionCache, CsvDatasetIsReadAgainOnlyWhenItsFileChanges) {
+  const auto dir = temp_dir("csvcache");
+  write_csv(dir / "d.csv", 10);
+  const nlohmann::json g = {{"name", "csv"},
+                            {"nodes", {kStart, node("c", "CSVDataset", {{"path", "d.csv"}})}},
+                            {"edges", {trigger("c")}}};
+  ExecutionCache cache({0, 100});
+  auto run = [&](Recorder& rec) {
+    RunSettings s;
+    s.base_dir = dir;
+    s.cache = &cache;
+    s.observer = &rec;
+    return run_json(g, s);
+  };
+  Recorder first, second, third;
+  run(first);
+  EXPECT_EQ(status_of(first, "c"), "completed");
+  auto r2 = run(second);
+  EXPECT_EQ(status_of(second, "c"), "cached");
+  EXPECT_EQ(std::get<train::DatasetPtr>(r2.outputs["c"]["dataset"])->size(), 10);
+
+  write_csv(dir / "d.csv", 12);  // another size: another fingerprint
+  auto r3 = run(third);
+  EXPECT_EQ(status_of(third, "c"), "completed");
+  EXPECT_EQ(std::get<train::DatasetPtr>(r3.outputs["c"]["dataset"])->size(), 12);
+}
+
+TEST(ExecutionCache, MissingFileIsNotCachedAndStillFailsNamingTheParam) {
+  const auto dir = temp_dir("csvmissing");
+  const nlohmann::json g = {{"name", "csv"},
+                            {"nodes", {kStart, node("c", "CSVDataset", {{"path", "gone.csv"}})}},
+                            {"edges", {trigger("c")}}};
+  ExecutionCache cache({0, 100});
+  RunSettings s;
+  s.base_dir = dir;
+  s.cache = &cache;
+  EXPECT_THROW(run_json(g, s), NodeError);
+  EXPECT_EQ(entries_of(cache, "c"), 0u);
+  EXPECT_EQ(entries_of(cache, "start"), 1u);
+}
+
+nlohmann::json training_graph(int64_t hidden = 16) {
+  return mlp_training_graph("persist", 2, hidden, 2, {{"n_samples", 64}, {"n_classes", 2}}, {{"batch_size", 16}},
+                            {{"type", "SGD"}, {"lr", 0.1}}, {{"epochs", 1}, {"log_grad_norm", false}});
+}
+
+torch::Tensor first_weight(const RunResult& r, const std::string& node_id) {
+  return std::get<train::ModelPtr>(r.outputs.at(node_id).at("model"))->parameters().front().detach().clone();
+}
+
+TEST(NodeStateStore, ModuleWeightsCarryOverBetweenRunsOfOneGraph) {
+  NodeStateStore store({0, 200});
+  auto run = [&](const nlohmann::json& g, const std::string& scope, Recorder& rec) {
+    RunSettings s;
+    s.state_store = &store;
+    s.state_scope = scope;
+    s.observer = &rec;
+    return run_json(g, s);
+  };
+  // Reference computed without the store: a fresh module, trained once.
+  const torch::Tensor trained_once = first_weight(run_json(training_graph()), "train");
+  Recorder r1, r2, r3, r4;
+  const RunResult a = run(training_graph(), "tab-1", r1);
+  const torch::Tensor after_first = first_weight(a, "train");
+  EXPECT_TRUE(torch::equal(after_first, trained_once)) << "the first run with the store trains as one without it";
+  EXPECT_EQ(status_of(r1, "mlp"), "completed");
+  EXPECT_EQ(store.stats().entries, 1u);
+  EXPECT_GT(store.stats().bytes, 0);
+
+  // Second run: the same module comes back (its weights are the trained
+  // ones), and training moves them on from there.
+  const RunResult b = run(training_graph(), "tab-1", r2);
+  EXPECT_EQ(status_of(r2, "mlp"), "cached");
+  EXPECT_EQ(std::get<train::ModelPtr>(b.outputs.at("mlp").at("model")),
+            std::get<train::ModelPtr>(a.outputs.at("mlp").at("model")));
+  EXPECT_FALSE(torch::equal(first_weight(b, "train"), after_first));
+
+  // Another graph id does not see it; a changed layer spec builds afresh.
+  run(training_graph(), "tab-2", r3);
+  EXPECT_EQ(status_of(r3, "mlp"), "completed");
+  run(training_graph(8), "tab-1", r4);
+  EXPECT_EQ(status_of(r4, "mlp"), "completed");
+  EXPECT_EQ(store.stats().entries, 2u);  // one per (graph, node): tab-1's entry was replaced
+}
+
+TEST(NodeStateStore, SizeIsMeasuredWhenTheModuleIsBuilt) {
+  NodeStateStore store({0, 200});
+  RunSettings s;
+  s.state_store = &store;
+  s.state_scope = "g";
+  const RunResult r = run_json(training_graph(16), s);
+  int64_t expected = 0;
+  for (const auto& p : std::get<train::ModelPtr>(r.outputs.at("mlp").at("model"))->parameters())
+    expected += p.numel() * static_cast<int64_t>(p.element_size());
+  EXPECT_EQ(store.stats().bytes, expected);  // 2x16+16+16x2+2 floats; gradients grown later are not counted
+}
+
+TEST(ExecutionCache, OutOfMemoryDropsTheFailingNodesEntries) {
+  ASSERT_TRUE(device::install_counting_allocator());
+  struct BudgetReset {
+    ~BudgetReset() { device::set_cpu_budget(0); }
+  } reset;
+  auto graph = [](int64_t samples) {
+    return nlohmann::json{
+        {"name", "oom"},
+        {"nodes",
+         {kStart, node("big", "ToyDataset", {{"n_samples", samples}, {"n_features", 64}}),
+          node("small", "ToyDataset", {{"n_samples", 10}})}},
+        {"edges", {trigger("big"), trigger("small")}}};
+  };
+  ExecutionCache cache({0, 100});
+  RunSettings s;
+  s.cache = &cache;
+  run_json(graph(100), s);
+  ASSERT_EQ(entries_of(cache, "big"), 1u);
+  ASSERT_EQ(entries_of(cache, "small"), 1u);
+  device::set_cpu_budget(device::cpu_memory().live_bytes + (16 << 20));
+  EXPECT_THROW(run_json(graph(1000000), s), NodeOOMError);  // 256 MB of features
+  EXPECT_EQ(entries_of(cache, "big"), 0u);  // its entry from the first run went with the failure
+  EXPECT_EQ(entries_of(cache, "small"), 1u);
+  EXPECT_EQ(entries_of(cache, "start"), 1u);
+}
+
+}  // namespace
+}  // namespace codefy::testing
