@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <pthread.h>
 #include <random>
 #include <thread>
@@ -217,20 +218,63 @@ int serve(const ServeCommand& cmd) {
   options.examples_dir = cmd.examples_dir;
   try {
     options.stores = store::StoreSettings::from_env();
-    options.devices = {"cpu"};
-    for (int i = 0; i < device::system_probe().cuda_count(); ++i) options.devices.push_back("cuda:" + std::to_string(i));
+    std::vector<std::string> available = {"cpu"};
+    for (int i = 0; i < device::system_probe().cuda_count(); ++i) available.push_back("cuda:" + std::to_string(i));
+    // Workers and budgets: the config file first, then the flags.
+    std::vector<std::string> worker_specs;
+    std::map<std::string, int64_t> budget_mb;
+    if (const int64_t cpu = device::cpu_budget_from_env(); cpu > 0) budget_mb["cpu"] = cpu >> 20;
+    if (!cmd.config.empty()) {
+      std::ifstream in(cmd.config);
+      const nlohmann::json config = nlohmann::json::parse(in);
+      if (auto w = config.find("workers"); w != config.end() && w->is_object())
+        for (auto it = w->begin(); it != w->end(); ++it) {
+          std::string spec = it.key() + "=";
+          for (const auto& d : it.value()) spec += d.get<std::string>() + ",";
+          worker_specs.push_back(spec);
+        }
+      if (auto b = config.find("memory_budget_mb"); b != config.end() && b->is_object())
+        for (auto it = b->begin(); it != b->end(); ++it) budget_mb[it.key()] = it.value().get<int64_t>();
+    }
+    worker_specs.insert(worker_specs.end(), cmd.workers.begin(), cmd.workers.end());
+    for (const auto& b : cmd.budgets) {
+      const size_t eq = b.find('=');
+      size_t used = 0;
+      int64_t mb = 0;
+      try {
+        mb = eq == std::string::npos ? 0 : std::stoll(b.substr(eq + 1), &used);
+      } catch (const std::exception&) {
+      }
+      if (eq == std::string::npos || used == 0 || eq + 1 + used != b.size())
+        throw std::invalid_argument("--device-budget-mb \"" + b + "\": expected DEVICE=MB, e.g. cuda:0=20000");
+      budget_mb[b.substr(0, eq)] = mb;
+    }
+    options.workers = server::make_workers(worker_specs, available);
+    for (const auto& [device, mb] : budget_mb) {
+      if (std::find(available.begin(), available.end(), device) == available.end())
+        throw std::invalid_argument("memory budget for " + device + ": no such device on this machine");
+      device::set_device_budget(c10::Device(device), mb << 20);
+    }
     std::random_device rd;
     char hex[65];
     for (int i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
     options.token = hex;
+    if (const char* max = std::getenv("CODEFYUI_MAX_UPLOAD_SIZE"); max && *max) options.max_upload_bytes = std::stoll(max);
     server::Api api(options, NodeRegistry::builtin());
     server::ServerOptions so;
+    so.upload_limit = static_cast<size_t>(options.max_upload_bytes);
     so.host = cmd.host;
     so.port = cmd.port;
     server::HttpServer http(so, api);
     const uint16_t port = http.start();
     std::printf("Codefy serving on http://%s:%u (data in %s; Ctrl-C stops)\n", cmd.host.c_str(), port,
                 std::filesystem::absolute(cmd.data_dir).string().c_str());
+    for (const auto& w : options.workers) {
+      std::string devices;
+      for (const auto& d : w.devices)
+        devices += (devices.empty() ? "" : ",") + d + (budget_mb.count(d) ? " (budget " + std::to_string(budget_mb[d]) + " MB)" : "");
+      std::printf("  worker %s: %s\n", w.name.c_str(), devices.c_str());
+    }
     std::fflush(stdout);
     while (!current_token().cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::printf("stopping: runs end after their current batch\n");

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace codefy::cli {
 
@@ -31,6 +32,12 @@ struct ServeCommand {
   uint16_t port = 8000;
   std::string data_dir = "codefy-data";
   std::string examples_dir = "examples";
+  /// `NAME=DEVICE[,DEVICE...]`: a worker owning those devices (default: one per device).
+  std::vector<std::string> workers;
+  /// `DEVICE=MB`: a memory budget for that device (CPU budget, CUDA memory fraction).
+  std::vector<std::string> budgets;
+  /// JSON file: {"workers": {"NAME": ["cuda:0", ...]}, "memory_budget_mb": {"cpu": 4096}}.
+  std::string config;
 };
 
 int run_graph(const RunCommand& cmd);

@@ -43,6 +43,15 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--port", serve_opts.port, "Port (0: any free one)")->capture_default_str();
   serve_cmd->add_option("--data-dir", serve_opts.data_dir, "Saved graphs and model files")->capture_default_str();
   serve_cmd->add_option("--examples-dir", serve_opts.examples_dir, "Example graphs to offer")->capture_default_str();
+  serve_cmd->add_option("--worker", serve_opts.workers,
+                        "NAME=DEVICE[,DEVICE...]: a worker owning those devices, one run at a time (repeatable; "
+                        "default: one worker per device)");
+  serve_cmd->add_option("--device-budget-mb", serve_opts.budgets,
+                        "DEVICE=MB: memory budget for a device (repeatable; cpu: the allocator's budget, cuda:N: "
+                        "the caching allocator's memory fraction)");
+  serve_cmd->add_option("--config", serve_opts.config,
+                        "JSON file with \"workers\" {NAME: [DEVICE...]} and \"memory_budget_mb\" {DEVICE: MB}")
+      ->check(CLI::ExistingFile);
 
   bool devices_json = false;
   auto* devices_cmd = app.add_subcommand("devices", "Devices, threads and the BLAS in use");

@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -158,6 +159,20 @@ void reset_peak(c10::Device device) {
 #ifdef CODEFY_WITH_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : 0);
 #endif
+}
+
+void set_device_budget(c10::Device device, int64_t bytes) {
+  if (bytes <= 0) throw std::invalid_argument("the memory budget for " + device.str() + " must be above 0 MB");
+  if (device.is_cpu()) return set_cpu_budget(bytes);
+#ifdef CODEFY_WITH_CUDA
+  if (device.is_cuda()) {
+    const int index = device.has_index() ? device.index() : 0;
+    const double total = static_cast<double>(at::cuda::getDeviceProperties(index)->totalGlobalMem);
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(std::min(1.0, static_cast<double>(bytes) / total), index);
+    return;
+  }
+#endif
+  throw std::invalid_argument("cannot set a memory budget for " + device.str() + " in this build");
 }
 
 void release_cached_memory(c10::Device device) {

@@ -53,4 +53,10 @@ void release_cached_memory(c10::Device device);
 /// "1.23 GiB", "512.0 MiB", "12.0 KiB", "100 B".
 std::string format_bytes(int64_t bytes);
 
+/// A memory budget for one device a server worker uses: the CPU budget
+/// (set_cpu_budget) or, on CUDA, the caching allocator's per-process memory
+/// fraction (budget / card memory, as set_per_process_memory_fraction).
+/// Throws std::invalid_argument for a device this build cannot budget.
+void set_device_budget(c10::Device device, int64_t bytes);
+
 }  // namespace codefy::device

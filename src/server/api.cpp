@@ -98,9 +98,11 @@ nlohmann::json outputs_json(const RunResult& result) {
 Api::Api(ApiOptions options, const NodeRegistry& registry)
     : options_(std::move(options)),
       registry_(registry),
-      queues_(std::make_unique<RunQueues>(options_.devices)),
-      run_outputs_(options_.stores.run_output_store) {
+      queues_(std::make_unique<RunQueues>(options_.workers)),
+      run_outputs_(options_.stores.run_output_store),
+      node_state_(options_.stores.node_state_store) {
   fs::create_directories(graphs_dir());
+  fs::create_directories(models_dir());
   std::random_device rd;
   char hex[33];
   for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
@@ -112,6 +114,7 @@ Api::~Api() { shutdown(); }
 void Api::shutdown() { queues_->close(); }
 
 fs::path Api::graphs_dir() const { return options_.data_dir / "graphs"; }
+fs::path Api::models_dir() const { return options_.data_dir / "models"; }
 
 void Api::listen_on(const std::string& host, uint16_t port) {
   const std::string p = ":" + std::to_string(port);
@@ -147,6 +150,7 @@ std::optional<Response> Api::check_access(const Request& r) const {
 
 nlohmann::json Api::health() const {
   const auto runs = run_outputs_.stats();
+  const auto modules = node_state_.stats();
   size_t instances = 0, entries = 0;
   int64_t bytes = 0;
   {
@@ -175,9 +179,9 @@ nlohmann::json Api::health() const {
           {"bytes", runs.bytes},
           {"max_bytes", options_.stores.run_output_store.max_bytes}}},
         {"node_state_store",
-         {{"modules", 0},
+         {{"modules", modules.entries},
           {"max_modules", options_.stores.node_state_store.max_entries},
-          {"bytes", 0},
+          {"bytes", modules.bytes},
           {"max_bytes", options_.stores.node_state_store.max_bytes}}}}}};
   return j;
 }
@@ -241,17 +245,26 @@ void Api::handle(const Request& r, Respond respond) {
       if (it == r.query.end()) return respond(Response::error(422, "the query parameter \"path\" is required"));
       return respond(example_load(it->second));
     }
+    if (parts.size() >= 2 && parts[0] == "api" && parts[1] == "models") return respond(models_route(r, parts));
+    if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "execution" && parts[2] == "outputs")
+      return respond(outputs_route(r, parts));
+    if (parts.size() >= 3 && parts[0] == "api" && parts[1] == "execution" && parts[2] == "state")
+      return respond(state_route(r, parts));
     if (route("POST", {"api", "graph", "run"}, 1)) return run_graph(parts[3], parse_body(r), std::move(respond));
     if (route("GET", {"api", "runs"}, 0)) {
       nlohmann::json a = nlohmann::json::array();
       for (const auto& i : queues_->runs())
-        a.push_back({{"run_id", i.id}, {"device", i.queue}, {"status", to_string(i.state)}, {"position", i.position}});
+        a.push_back({{"run_id", i.id},
+                     {"device", i.device},
+                     {"worker", i.queue},
+                     {"status", to_string(i.state)},
+                     {"position", i.position}});
       return respond(Response::json(200, {{"runs", a}}));
     }
     if (route("GET", {"api", "runs"}, 1)) {
       const auto info = queues_->info(parts[2]);
       if (!info) return respond(Response::error(404, "Run '" + parts[2] + "' not found"));
-      nlohmann::json j = {{"run_id", info->id},          {"device", info->queue},
+      nlohmann::json j = {{"run_id", info->id},          {"device", info->device}, {"worker", info->queue},
                           {"status", to_string(info->state)}, {"queue_position", info->position},
                           {"seconds", info->seconds}};
       std::lock_guard<std::mutex> lock(mutex_);
@@ -270,6 +283,8 @@ void Api::handle(const Request& r, Respond respond) {
       return respond(Response::json(200, {{"run_id", parts[2]}, {"stopping", stopped}}));
     }
     return respond(Response::error(404, "Not Found"));
+  } catch (const HttpError& e) {
+    return respond(Response::error(e.status(), e.what()));
   } catch (const nlohmann::json::parse_error& e) {
     return respond(Response::error(400, std::string("malformed JSON: ") + e.what()));
   } catch (const graph::GraphFormatError& e) {
@@ -415,8 +430,9 @@ void Api::run_graph(const std::string& name, const nlohmann::json& body, Respond
   record->warnings = choice.warnings;
   const uint64_t seed = body.value("seed", uint64_t{0});
   auto shared_prepared = std::make_shared<PreparedGraph>(std::move(prepared));
-  auto job = [this, record, shared_prepared, seed, queue, respond, name](const CancellationToken& token,
-                                                                         const std::string& run_id) {
+  const bool record_outputs_requested = body.value("record_outputs", false);
+  auto job = [this, record, shared_prepared, seed, queue, respond, name, record_outputs_requested](
+                 const CancellationToken& token, const std::string& run_id) {
     RunObserver observer;
     RunSettings settings;
     settings.seed = seed;
@@ -450,6 +466,7 @@ void Api::run_graph(const std::string& name, const nlohmann::json& body, Respond
     };
     try {
       RunResult result = Executor(registry_).run(*shared_prepared, settings);
+      if (record_outputs_requested) record_outputs(run_id, result);
       for (const auto& [id, outputs] : result.outputs)
         if (auto m = outputs.find("metrics"); m != outputs.end())
           if (const auto* j = std::get_if<nlohmann::json>(&m->second)) metrics[id] = *j;
@@ -614,7 +631,10 @@ void Api::connection_message(const std::shared_ptr<Connection>& c, const std::st
   const std::string client_run_id = msg.value("run_id", std::string());
   const bool record = msg.value("record_outputs", false);
   auto shared = std::make_shared<PreparedGraph>(std::move(prepared));
-  auto job = [this, c, shared, force, client_run_id, record, warnings = choice.warnings](
+  const bool persistent = msg.value("weights_persistent", true);
+  std::string graph_id = msg.value("graph_id", std::string());
+  if (graph_id.empty()) graph_id = shared->graph.name;
+  auto job = [this, c, shared, force, client_run_id, record, persistent, graph_id, warnings = choice.warnings](
                  const CancellationToken& token, const std::string& run_id) {
     SocketObserver observer(c->send);
     nlohmann::json start = {{"type", "execution_start"}, {"run_id", client_run_id.empty() ? run_id : client_run_id}};
@@ -626,6 +646,10 @@ void Api::connection_message(const std::shared_ptr<Connection>& c, const std::st
     settings.observer = &observer;
     settings.cache = c->cache.get();
     settings.force_rerun = force;
+    if (persistent) {  // CodefyUI's weights_persistent (default on): modules carry over between runs
+      settings.state_store = &node_state_;
+      settings.state_scope = graph_id;
+    }
     // The final message, decided under the connection's lock (see stop_current).
     auto finish = [&](const nlohmann::json& m) {
       std::lock_guard<std::mutex> lock(c->mutex);
@@ -635,11 +659,7 @@ void Api::connection_message(const std::shared_ptr<Connection>& c, const std::st
     };
     try {
       RunResult result = Executor(registry_).run(*shared, settings);
-      if (record) {
-        const nlohmann::json outputs = outputs_json(result);
-        run_outputs_.put(client_run_id.empty() ? run_id : client_run_id, outputs,
-                         static_cast<int64_t>(outputs.dump().size()));
-      }
+      if (record) record_outputs(client_run_id.empty() ? run_id : client_run_id, result);
       finish({{"type", "execution_complete"}});
     } catch (const Cancelled&) {
       finish({{"type", "execution_stopped"}});
@@ -653,6 +673,255 @@ void Api::connection_message(const std::shared_ptr<Connection>& c, const std::st
   c->run_id = queues_->submit(choice.device.str(), std::move(job));
   c->active = true;
   c->stop_requested = false;
+}
+
+
+// ---- Run output store (CodefyUI's /api/execution/outputs) ------------------
+
+void Api::record_outputs(const std::string& run_id, const RunResult& result) {
+  RunCapture capture;
+  for (const auto& [id, outputs] : result.outputs) capture.nodes[id] = outputs;
+  const int64_t bytes = capture_bytes(capture);
+  run_outputs_.put(run_id, std::move(capture), bytes);
+}
+
+Response Api::outputs_route(const Request& r, const std::vector<std::string>& parts) {
+  // api execution outputs {run_id} [{node_id} {port}]
+  if (parts.size() != 4 && parts.size() != 6) return Response::error(404, "Not Found");
+  const std::string& run_id = parts[3];
+  if (parts.size() == 4 && r.method == "DELETE") {
+    if (!run_outputs_.erase(run_id)) return Response::error(404, "run '" + run_id + "' not found");
+    return Response::json(200, {{"run_id", run_id}, {"deleted", true}});
+  }
+  if (r.method != "GET") return Response::error(405, "Method Not Allowed");
+  const auto capture = run_outputs_.get(run_id);
+  if (!capture) return Response::error(404, "run '" + run_id + "' not found");
+  if (parts.size() == 4) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [id, ports] : capture->nodes)
+      for (const auto& [port, value] : ports) rows.push_back(output_row(id, port, value));
+    return Response::json(200, rows);
+  }
+  const std::string &node_id = parts[4], &port = parts[5];
+  const auto node = capture->nodes.find(node_id);
+  const ValueMap::const_iterator value =
+      node == capture->nodes.end() ? ValueMap::const_iterator() : node->second.find(port);
+  if (node == capture->nodes.end() || value == node->second.end())
+    return Response::error(404, "output '" + node_id + "." + port + "' not found in run '" + run_id + "'");
+  int64_t max_elements = 4096;
+  if (auto m = r.query.find("max_elements"); m != r.query.end()) {
+    size_t used = 0;
+    try {
+      max_elements = std::stoll(m->second, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != m->second.size() || max_elements < 1 || max_elements > 1000000)
+      return Response::error(422, "max_elements must be a whole number from 1 to 1000000");
+  }
+  const auto slice = r.query.find("slice");
+  nlohmann::json j = output_values(value->second, slice == r.query.end() ? "" : slice->second, max_elements);
+  j["run_id"] = run_id;
+  j["node_id"] = node_id;
+  j["port"] = port;
+  return Response::json(200, j);
+}
+
+// ---- Node state store (CodefyUI's /api/execution/state) --------------------
+
+Response Api::state_route(const Request& r, const std::vector<std::string>& parts) {
+  if (parts.size() != 4) return Response::error(404, "Not Found");
+  const auto in_graph = [](const std::string& graph_id) {
+    return [prefix = node_state_key(graph_id, "")](const std::string& k) { return k.rfind(prefix, 0) == 0; };
+  };
+  if (parts[3] == "reset" && r.method == "POST") {
+    const nlohmann::json body = parse_body(r);
+    if (!body.is_object() || !body.contains("graph_id") || !body["graph_id"].is_string())
+      return Response::error(422, "the body needs \"graph_id\" (a string)");
+    const std::string graph_id = body["graph_id"];
+    size_t evicted = 0;
+    if (body.contains("node_ids") && body["node_ids"].is_array()) {
+      for (const auto& id : body["node_ids"])
+        if (id.is_string() && node_state_.erase(node_state_key(graph_id, id.get<std::string>()))) ++evicted;
+      return Response::json(200, {{"graph_id", graph_id}, {"scope", "nodes"}, {"evicted", evicted}});
+    }
+    evicted = node_state_.erase_if(in_graph(graph_id));
+    return Response::json(200, {{"graph_id", graph_id}, {"scope", "graph"}, {"evicted", evicted}});
+  }
+  if (parts[3] == "list" && r.method == "GET") {
+    const auto graph = r.query.find("graph_id");
+    if (graph == r.query.end()) return Response::json(200, {{"total", node_state_.stats().entries}});
+    const auto match = in_graph(graph->second);
+    const size_t prefix = node_state_key(graph->second, "").size();
+    nlohmann::json ids = nlohmann::json::array();
+    for (const auto& k : node_state_.keys())
+      if (match(k)) ids.push_back(k.substr(prefix));
+    return Response::json(200, {{"graph_id", graph->second}, {"count", ids.size()}, {"node_ids", ids}});
+  }
+  return Response::error(404, "Not Found");
+}
+
+// ---- Model files (CodefyUI's /api/models) ----------------------------------
+
+namespace {
+
+const std::vector<std::string> kModelExtensions = {".bin", ".ckpt", ".pt", ".pth", ".safetensors"};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool is_model_file(const fs::path& p) {
+  const std::string ext = lower(p.extension().string());
+  return std::find(kModelExtensions.begin(), kModelExtensions.end(), ext) != kModelExtensions.end();
+}
+
+bool has_control_character(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+/// `rel` resolved under `base`; nullopt when it would leave it (or names it).
+std::optional<fs::path> inside(const fs::path& base, const std::string& rel) {
+  if (rel.empty() || has_control_character(rel)) return std::nullopt;
+  const fs::path root = fs::weakly_canonical(base);
+  const fs::path p = fs::weakly_canonical(root / rel);
+  const auto [r, q] = std::mismatch(root.begin(), root.end(), p.begin(), p.end());
+  if (r != root.end() || q == p.end()) return std::nullopt;
+  return p;
+}
+
+/// Why an uploaded file's name cannot be stored ("" when it can): CodefyUI's rules.
+std::string upload_name_problem(const std::string& name) {
+  if (has_control_character(name)) return "the file name contains a control character";
+  if (name.find_first_of("<>:\"\\|?*") != std::string::npos)
+    return "the file name contains one of < > : \" \\ | ? * -- rename the file";
+  if (name.size() > 255) return "the file name is longer than 255 bytes -- rename the file";
+  if (name.find_first_not_of('.') == std::string::npos) return "the file name is only dots";
+  static const std::vector<std::string> reserved = {"con", "prn", "aux", "nul"};
+  const std::string stem = lower(name.substr(0, name.find('.')));
+  const bool numbered = stem.size() == 4 && (stem.rfind("com", 0) == 0 || stem.rfind("lpt", 0) == 0) &&
+                        stem[3] >= '1' && stem[3] <= '9';
+  if (numbered || std::find(reserved.begin(), reserved.end(), stem) != reserved.end())
+    return "the file name is a Windows device name (" + stem + ") -- rename the file";
+  return "";
+}
+
+std::string param_value(const std::string& header, const std::string& key) {
+  // `key="value"` or `key=value` among `;`-separated parameters.
+  std::stringstream in(header);
+  std::string item;
+  while (std::getline(in, item, ';')) {
+    const size_t a = item.find_first_not_of(" \t");
+    if (a == std::string::npos) continue;
+    item = item.substr(a);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || lower(item.substr(0, eq)) != key) continue;
+    std::string v = item.substr(eq + 1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    return v;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body) {
+  if (lower(content_type).rfind("multipart/form-data", 0) != 0)
+    throw std::invalid_argument("expected a multipart/form-data body with the file in a field named \"file\"");
+  const std::string boundary = param_value(content_type, "boundary");
+  if (boundary.empty()) throw std::invalid_argument("the multipart Content-Type has no boundary");
+  const std::string delim = "--" + boundary;
+  const auto bad = [] { return std::invalid_argument("malformed multipart body"); };
+  size_t pos = body.find(delim);
+  if (pos == std::string::npos) throw bad();
+  pos += delim.size();
+  std::vector<FormPart> parts;
+  while (body.compare(pos, 2, "--") != 0) {
+    if (body.compare(pos, 2, "\r\n") != 0) throw bad();
+    const size_t header_end = body.find("\r\n\r\n", pos + 2);
+    if (header_end == std::string::npos) throw bad();
+    // The part ends at CRLF--boundary followed by CRLF or "--" (a longer line
+    // that merely starts with the boundary is data).
+    size_t next = header_end + 4;
+    while (true) {
+      next = body.find("\r\n" + delim, next);
+      if (next == std::string::npos) throw bad();
+      const size_t after = next + 2 + delim.size();
+      if (body.compare(after, 2, "\r\n") == 0 || body.compare(after, 2, "--") == 0) break;
+      ++next;
+    }
+    FormPart part;
+    std::stringstream headers(body.substr(pos + 2, header_end - pos - 2));
+    std::string line;
+    while (std::getline(headers, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos || lower(line.substr(0, colon)) != "content-disposition") continue;
+      part.name = param_value(line.substr(colon + 1), "name");
+      part.filename = param_value(line.substr(colon + 1), "filename");
+    }
+    part.data = body.substr(header_end + 4, next - header_end - 4);
+    parts.push_back(std::move(part));
+    pos = next + 2 + delim.size();
+  }
+  return parts;
+}
+
+Response Api::models_route(const Request& r, const std::vector<std::string>& parts) {
+  const fs::path dir = models_dir();
+  std::string rest;  // what follows the action, '/'-joined (download allows folders)
+  for (size_t i = 3; i < parts.size(); ++i) rest += (rest.empty() ? "" : "/") + parts[i];
+
+  if (parts.size() == 2 && r.method == "GET") {
+    std::vector<std::pair<std::string, uintmax_t>> files;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.is_regular_file() && is_model_file(e.path())) files.emplace_back(e.path().filename().string(), e.file_size());
+    std::sort(files.begin(), files.end());
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [name, size] : files) list.push_back({{"filename", name}, {"size", size}});
+    return Response::json(200, list);
+  }
+  if (parts.size() == 3 && parts[2] == "upload" && r.method == "POST") {
+    const auto form = parse_multipart(r.header("content-type"), r.body);
+    const auto file = std::find_if(form.begin(), form.end(), [](const FormPart& p) { return p.name == "file"; });
+    if (file == form.end()) return Response::error(422, "the form needs a field named \"file\"");
+    const std::string name = file->filename.substr(file->filename.find_last_of('/') + 1);  // npos + 1 == 0
+    if (name.empty()) return Response::error(400, "No filename provided");
+    if (const std::string problem = upload_name_problem(name); !problem.empty())
+      return Response::error(400, "Invalid filename: " + problem);
+    if (!is_model_file(name)) {
+      std::string allowed;
+      for (const auto& e : kModelExtensions) allowed += (allowed.empty() ? "" : ", ") + e;
+      return Response::error(400, "Unsupported file type: " + lower(fs::path(name).extension().string()) +
+                                      ". Allowed: " + allowed);
+    }
+    if (static_cast<int64_t>(file->data.size()) > options_.max_upload_bytes)
+      return Response::error(413, "File too large");
+    const auto target = inside(dir, name);
+    if (!target) return Response::error(400, "Invalid filename");
+    util::write_file_atomic(*target, file->data);  // a half-written model never shows under its name
+    return Response::json(200, {{"filename", name}, {"size", file->data.size()}});
+  }
+  const bool download = parts.size() >= 4 && parts[2] == "download" && r.method == "GET";
+  const bool remove = parts.size() == 3 && r.method == "DELETE";
+  if (!download && !remove) return Response::error(404, "Not Found");
+  const std::string name = download ? rest : parts[2];
+  const auto path = inside(dir, name);
+  if (!path) return Response::error(400, "Invalid filename");
+  if (!fs::exists(*path)) return Response::error(404, "File not found: " + name);
+  if (!fs::is_regular_file(*path)) return Response::error(400, "Not a file");
+  if (!is_model_file(*path)) return Response::error(400, "Not a model file");
+  if (remove) {
+    fs::remove(*path);
+    return Response::json(200, {{"message", "Deleted " + name}});
+  }
+  Response res;
+  res.file = *path;
+  res.content_type = "application/octet-stream";
+  res.headers["Content-Disposition"] = "attachment; filename=\"" + path->filename().string() + "\"";
+  return res;
 }
 
 }  // namespace codefy::server

@@ -2,7 +2,9 @@
 // later, from a run queue's thread). http_server.cpp feeds it from Beast.
 #pragma once
 
+#include "engine/executor.h"
 #include "engine/node.h"
+#include "server/outputs.h"
 #include "server/run_queue.h"
 #include "store/lru.h"
 
@@ -35,6 +37,8 @@ struct Request {
 struct Response {
   int status = 200;
   std::string body;
+  /// When set, the body is this file's content, streamed from disk (downloads).
+  std::filesystem::path file;
   std::string content_type = "application/json";
   std::map<std::string, std::string> headers;
   static Response json(int status, const nlohmann::json& j);
@@ -66,8 +70,10 @@ struct ApiOptions {
   std::vector<std::string> allowed_origins;
   /// The session token mutating requests must carry in X-CodefyUI-Token.
   std::string token;
-  /// Run queues: one per device ("cpu", "cuda:0", ...).
-  std::vector<std::string> devices = {"cpu"};
+  /// Run queues: one per worker; by default one worker per device.
+  std::vector<WorkerSpec> workers = {{"cpu", {"cpu"}}};
+  /// Largest model file an upload may bring (CodefyUI's CODEFYUI_MAX_UPLOAD_SIZE).
+  int64_t max_upload_bytes = 524288000;
   store::StoreSettings stores;
 };
 
@@ -110,6 +116,12 @@ class Api {
   void run_graph(const std::string& name, const nlohmann::json& body, Respond respond);
   Response graph_file_route(const Request& r, const std::string& rest);
   Response examples_list() const;
+  /// Keeps a run's outputs for the inspector (run output store, R-MEM).
+  void record_outputs(const std::string& run_id, const RunResult& result);
+  Response models_route(const Request& r, const std::vector<std::string>& parts);
+  Response outputs_route(const Request& r, const std::vector<std::string>& parts);
+  Response state_route(const Request& r, const std::vector<std::string>& parts);
+  std::filesystem::path models_dir() const;
   Response example_load(const std::string& path) const;
   std::filesystem::path graphs_dir() const;
 
@@ -118,14 +130,25 @@ class Api {
   std::unique_ptr<RunQueues> queues_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<RunRecord>> records_;  ///< by run id
-  store::LruStore<nlohmann::json> run_outputs_;                ///< R-MEM: the run output store
+  store::LruStore<RunCapture> run_outputs_;                    ///< R-MEM: the run output store
+  NodeStateStore node_state_;                                  ///< R-MEM: the node state store
   std::string boot_id_;
-  std::vector<std::weak_ptr<Connection>> connections_;  ///< for /api/health (guarded by mutex_)                                        ///< new at every start, as CodefyUI's
+  std::vector<std::weak_ptr<Connection>> connections_;  ///< for /api/health (guarded by mutex_)
 };
 
 /// CodefyUI's file stem for a graph name: every character that is not a
 /// letter, digit, '-' or '_' becomes '_' (so no '.', '/', '\\': nothing can
 /// leave the graphs folder).
 std::string sanitize_name(const std::string& name);
+
+/// One part of a multipart/form-data body.
+struct FormPart {
+  std::string name;
+  std::string filename;  ///< empty when the part is not a file
+  std::string data;
+};
+/// Parses a multipart/form-data body given its Content-Type header; throws
+/// std::invalid_argument when it is not one.
+std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body);
 
 }  // namespace codefy::server

@@ -163,14 +163,27 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(options_.body_limit);
     parser_->header_limit(32 * 1024);
     stream_.expires_after(options_.read_timeout);
+    // The header first: an upload route may bring a body up to the upload limit.
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+  }
+
+  void on_header(beast::error_code ec, std::size_t n) {
+    if (ec) return on_read(ec, n);
+    const std::string_view target(parser_->get().target().data(), parser_->get().target().size());
+    if (target.substr(0, target.find('?')) == "/api/models/upload") {
+      body_limit_ = options_.upload_limit + (64u << 10);  // CodefyUI's multipart envelope allowance
+      parser_->body_limit(body_limit_);
+    } else {
+      body_limit_ = options_.body_limit;
+    }
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
     if (ec == http::error::body_limit) {
       keep_alive_ = false;
-      return write(Response::error(413, "request body over the limit of " + std::to_string(options_.body_limit) +
-                                            " bytes"));
+      return write(Response::error(413, "request body over the limit of " + std::to_string(body_limit_) + " bytes"));
     }
     if (ec == http::error::header_limit) {
       keep_alive_ = false;
@@ -196,13 +209,27 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(Response r) {
+    if (!r.file.empty()) {  // streamed from disk, never read whole into memory
+      http::file_body::value_type file;
+      beast::error_code ec;
+      file.open(r.file.c_str(), beast::file_mode::scan, ec);
+      if (ec) return write(Response::error(404, "File not found: " + r.file.filename().string()));
+      return send(std::make_shared<http::response<http::file_body>>(
+          std::piecewise_construct, std::make_tuple(std::move(file)),
+          std::make_tuple(static_cast<http::status>(r.status), version_)), r);
+    }
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
+    res->body() = std::move(r.body);
+    send(res, r);
+  }
+
+  template <class Message>
+  void send(std::shared_ptr<Message> res, const Response& r) {
     res->set(http::field::server, "codefy");
     res->set(http::field::content_type, r.content_type);
     res->set(http::field::cache_control, "no-store");
     for (const auto& [k, v] : r.headers) res->set(k, v);
     res->keep_alive(keep_alive_);
-    res->body() = std::move(r.body);
     res->prepare_payload();
     stream_.expires_after(options_.read_timeout);
     auto self = shared_from_this();
@@ -225,6 +252,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerOptions& options_;
   bool keep_alive_ = false;
   unsigned version_ = 11;
+  size_t body_limit_ = 0;  ///< the limit of the request being read
 };
 
 }  // namespace

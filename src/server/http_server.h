@@ -17,6 +17,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;                      ///< 0: any free port (tests)
   size_t body_limit = 16u << 20;             ///< larger bodies get 413
+  size_t upload_limit = 524288000;           ///< largest file /api/models/upload takes (plus 64 KiB of form)
   int io_threads = 2;
   std::chrono::milliseconds read_timeout{30000};  ///< a client that sends nothing is dropped after this
 };

@@ -1,5 +1,6 @@
 #include "server/run_queue.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -16,8 +17,64 @@ const char* to_string(RunState s) {
   return "unknown";
 }
 
-RunQueues::RunQueues(const std::vector<std::string>& queue_names) {
-  for (const auto& name : queue_names) queues_[name];
+std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, const std::vector<std::string>& available) {
+  std::vector<WorkerSpec> workers;
+  std::map<std::string, std::string> owner;  // device → worker
+  for (const auto& spec : specs) {
+    const auto bad = [&](const std::string& why) {
+      return std::invalid_argument("--worker \"" + spec + "\": " + why + " (expected NAME=DEVICE[,DEVICE...], e.g. "
+                                   "gpus=cuda:0,cuda:1)");
+    };
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos) throw bad("no '='");
+    WorkerSpec w{spec.substr(0, eq), {}};
+    if (w.name.empty()) throw bad("no worker name");
+    for (const auto& other : workers)
+      if (other.name == w.name) throw bad("the name " + w.name + " is used twice");
+    size_t start = eq + 1;
+    while (start <= spec.size()) {
+      size_t end = spec.find(',', start);
+      if (end == std::string::npos) end = spec.size();
+      const std::string d = spec.substr(start, end - start);
+      start = end + 1;
+      if (d.empty()) continue;
+      if (std::find(available.begin(), available.end(), d) == available.end()) {
+        std::string list;
+        for (const auto& a : available) list += (list.empty() ? "" : ", ") + a;
+        throw bad("no device " + d + " on this machine (it has " + list + ")");
+      }
+      if (owner.count(d)) throw bad(d + " already belongs to worker " + owner[d]);
+      owner[d] = w.name;
+      w.devices.push_back(d);
+    }
+    if (w.devices.empty()) throw bad("no devices");
+    workers.push_back(std::move(w));
+  }
+  for (const auto& d : available)
+    if (!owner.count(d)) {
+      for (const auto& w : workers)
+        if (w.name == d) throw std::invalid_argument("--worker \"" + d + "=...\": the name " + d +
+                                                     " is a device's own worker name; choose another");
+      workers.push_back({d, {d}});
+    }
+  return workers;
+}
+
+namespace {
+std::vector<WorkerSpec> one_worker_each(const std::vector<std::string>& devices) {
+  std::vector<WorkerSpec> w;
+  for (const auto& d : devices) w.push_back({d, {d}});
+  return w;
+}
+}  // namespace
+
+RunQueues::RunQueues(const std::vector<std::string>& devices) : RunQueues(one_worker_each(devices)) {}
+
+RunQueues::RunQueues(const std::vector<WorkerSpec>& workers) {
+  for (const auto& w : workers) {
+    queues_[w.name].devices = w.devices;
+    for (const auto& d : w.devices) worker_of_[d] = w.name;
+  }
   for (auto& [name, q] : queues_) q.worker = std::thread([this, n = name] { work(n); });
 }
 
@@ -42,17 +99,19 @@ void RunQueues::close() {
   }
 }
 
-std::string RunQueues::submit(const std::string& queue, Job job) {
+std::string RunQueues::submit(const std::string& device, Job job) {
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto q = queues_.find(queue);
-    if (q == queues_.end()) throw std::invalid_argument("no run queue for device \"" + queue + "\"");
+    auto w = worker_of_.find(device);
+    if (w == worker_of_.end()) throw std::invalid_argument("no worker owns device \"" + device + "\"");
+    auto q = queues_.find(w->second);
     if (closing_) throw std::runtime_error("the server is shutting down");
     id = "run-" + std::to_string(next_id_++);
     auto run = std::make_shared<Run>();
     run->info.id = id;
-    run->info.queue = queue;
+    run->info.queue = w->second;
+    run->info.device = device;
     run->job = std::move(job);
     q->second.waiting.push_back(run);
     runs_[id] = run;
@@ -119,7 +178,8 @@ nlohmann::json RunQueues::queues_json() const {
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [name, q] : queues_)
-    j[name] = {{"running", q.running ? nlohmann::json(q.running->info.id) : nlohmann::json()},
+    j[name] = {{"devices", q.devices},
+               {"running", q.running ? nlohmann::json(q.running->info.id) : nlohmann::json()},
                {"queued", q.waiting.size()}};
   return j;
 }

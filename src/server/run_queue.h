@@ -1,6 +1,8 @@
-// Per-device run queues (R-DEV-3): one FIFO and one worker thread per queue,
-// so two runs on cuda:0 run one after the other while a run on cuda:1 or the
-// CPU is not delayed by them. Runs never execute on the caller's thread (the
+// Per-device run queues (R-DEV-3): one FIFO and one worker thread per
+// worker, a worker owning a set of devices (by default one device each), so
+// two runs on cuda:0 run one after the other while a run on cuda:1 or the CPU
+// is not delayed by them. A worker owning cuda:0 and cuda:1 runs one run at a
+// time on that set (DDP will take the whole set). Runs never execute on the caller's thread (the
 // server's I/O threads only submit and ask).
 #pragma once
 
@@ -24,9 +26,23 @@ namespace codefy::server {
 enum class RunState { kQueued, kRunning, kCompleted, kFailed, kStopped };
 const char* to_string(RunState s);
 
+/// A worker: its name and the devices it owns.
+struct WorkerSpec {
+  std::string name;
+  std::vector<std::string> devices;
+};
+
+/// Workers from `NAME=DEVICE[,DEVICE...]` specs (`--worker`); each device of
+/// `available` no spec names gets a worker of its own, named after it.
+/// Throws std::invalid_argument naming the spec: no '=', an empty name or
+/// device list, a device not in `available`, a device in two workers, a name
+/// used twice.
+std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, const std::vector<std::string>& available);
+
 struct RunInfo {
   std::string id;
-  std::string queue;
+  std::string queue;   ///< the worker's name
+  std::string device;  ///< the device it was submitted for
   RunState state = RunState::kQueued;
   /// Runs ahead of this one in its queue, the running one included (0 when running or finished).
   size_t position = 0;
@@ -40,8 +56,10 @@ class RunQueues {
   /// throwing codefy::Cancelled (stopped) or any other exception (failed).
   using Job = std::function<void(const CancellationToken&, const std::string& run_id)>;
 
-  /// One queue and one worker thread per name ("cpu", "cuda:0", ...).
-  explicit RunQueues(const std::vector<std::string>& queue_names);
+  /// One queue and one worker thread per worker.
+  explicit RunQueues(const std::vector<WorkerSpec>& workers);
+  /// One worker per device ("cpu", "cuda:0", ...), named after it.
+  explicit RunQueues(const std::vector<std::string>& devices);
   /// close(), if not done yet.
   ~RunQueues();
   /// Stops every run (queued ones never start, running ones are cancelled and
@@ -50,15 +68,16 @@ class RunQueues {
   RunQueues(const RunQueues&) = delete;
   RunQueues& operator=(const RunQueues&) = delete;
 
-  /// Queues a job; returns its run id. Throws std::invalid_argument for an unknown queue.
-  std::string submit(const std::string& queue, Job job);
+  /// Queues a job on the worker owning `device`; returns its run id. Throws
+  /// std::invalid_argument for a device no worker owns.
+  std::string submit(const std::string& device, Job job);
   std::optional<RunInfo> info(const std::string& run_id) const;
   /// All runs known, oldest first (finished ones are kept, up to `kKeepFinished`).
   std::vector<RunInfo> runs() const;
   /// Stops a run: a queued one is dropped, a running one is cancelled and
   /// stops between batches. Returns false for an unknown or finished run.
   bool stop(const std::string& run_id);
-  /// Per queue: the running run's id (or null) and how many wait.
+  /// Per worker: its devices, the running run's id (or null) and how many wait.
   nlohmann::json queues_json() const;
   std::vector<std::string> queue_names() const;
 
@@ -71,6 +90,7 @@ class RunQueues {
     CancellationToken token;
   };
   struct Queue {
+    std::vector<std::string> devices;
     std::deque<std::shared_ptr<Run>> waiting;
     std::shared_ptr<Run> running;
     std::thread worker;
@@ -83,7 +103,8 @@ class RunQueues {
   std::condition_variable wake_;
   bool closing_ = false;
   uint64_t next_id_ = 1;
-  std::map<std::string, Queue> queues_;
+  std::map<std::string, Queue> queues_;                ///< by worker name
+  std::map<std::string, std::string> worker_of_;      ///< device → worker name
   std::map<std::string, std::shared_ptr<Run>> runs_;  ///< by id
   std::deque<std::string> order_;                     ///< ids, oldest first
 };

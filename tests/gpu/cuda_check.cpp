@@ -164,6 +164,25 @@ void out_of_memory() {
         "cache emptied: " + device::format_bytes(after.reserved_bytes.value_or(0)) + " reserved");
 }
 
+void device_budget() {
+  std::printf("\n== a server worker's CUDA memory budget (set_per_process_memory_fraction)\n");
+  const c10::Device dev(c10::kCUDA, 0);
+  device::release_cached_memory(dev);
+  device::set_device_budget(dev, int64_t{1} << 30);  // 1 GiB
+  bool refused = false;
+  try {
+    auto t = torch::empty({int64_t{1} << 29}, torch::TensorOptions().device(dev));  // 2 GiB
+  } catch (const c10::OutOfMemoryError&) {
+    refused = true;
+  }
+  check(refused, "2 GiB refused under a 1 GiB budget");
+  auto fits = torch::empty({int64_t{1} << 27}, torch::TensorOptions().device(dev));  // 512 MiB
+  check(fits.is_cuda(), "512 MiB fits under it");
+  const auto total = device::read_memory(dev).total_bytes.value_or(int64_t{1} << 40);
+  device::set_device_budget(dev, total);  // back to the whole card
+  device::release_cached_memory(dev);
+}
+
 }  // namespace
 
 int main() {
@@ -176,6 +195,7 @@ int main() {
   precisions();
   scaler();
   out_of_memory();
+  device_budget();
   std::printf("\n%s: %d failed\n", failures ? "FAILED" : "ALL PASSED", failures);
   return failures ? 1 : 0;
 }

@@ -11,6 +11,7 @@ namespace {
 
 using codefy::testing::run_codefy;
 using codefy::testing::temp_dir;
+using codefy::testing::write_json_file;
 
 std::string write_graph(const std::filesystem::path& dir, const std::string& name, const std::string& text) {
   auto p = dir / (name + ".json");
@@ -234,6 +235,27 @@ TEST(Cli, SigintStopsTrainingBetweenBatches) {
   EXPECT_EQ(last, "execution_stopped");
   // An epoch here is 63 batches; stopping between batches ends it well within one more epoch.
   EXPECT_LE(epochs_after_signal, 1);
+}
+
+TEST(Cli, ServeTakesWorkersAndBudgetsFromFlagsAndAConfigFile) {
+  const auto dir = temp_dir("serve");
+  write_json_file(dir / "config.json", {{"workers", {{"main", {"cpu"}}}}, {"memory_budget_mb", {{"cpu", 512}}}});
+  const std::string data = " --port 0 --data-dir " + (dir / "data").string();
+  // Serves until SIGTERM (from `timeout`; --foreground: one signal, not a second to the group), then stops
+  // cleanly; the banner lists the workers.
+  const auto served = run_codefy("serve" + data + " --config " + (dir / "config.json").string() +
+                                        " --device-budget-mb cpu=256",
+                                    "LC_ALL=C timeout --foreground --preserve-status -s TERM 3");
+  EXPECT_EQ(served.exit_code, 0) << served.output;
+  EXPECT_NE(served.output.find("worker main: cpu (budget 256 MB)"), std::string::npos) << served.output;
+
+  const auto bad_worker = run_codefy("serve" + data + " --worker gpus=cuda:9");
+  EXPECT_NE(bad_worker.exit_code, 0);
+  EXPECT_NE(bad_worker.output.find("--worker \"gpus=cuda:9\": no device cuda:9"), std::string::npos)
+      << bad_worker.output;
+  const auto bad_budget = run_codefy("serve" + data + " --device-budget-mb cpu=lots");
+  EXPECT_NE(bad_budget.exit_code, 0);
+  EXPECT_NE(bad_budget.output.find("--device-budget-mb \"cpu=lots\""), std::string::npos) << bad_budget.output;
 }
 
 }  // namespace

@@ -3,143 +3,12 @@
 // the token/Host/Origin checks, hostile input (oversized body, malformed
 // JSON, path traversal, idle and many connections), headless runs with stop,
 // and a restart that keeps saved graphs.
-#include "engine/node.h"
-#include "server/api.h"
-#include "server/http_server.h"
-#include "../common/test_util.h"
+#include "fixture.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
-#include <gtest/gtest.h>
-
-#include <filesystem>
-#include <fstream>
 #include <future>
-#include <thread>
 
 namespace codefy::server {
 namespace {
-
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-namespace fs = std::filesystem;
-namespace websocket = beast::websocket;
-
-struct Reply {
-  int status = 0;
-  nlohmann::json json;
-  std::string body;
-};
-
-class ServerFixture : public ::testing::Test {
- protected:
-  void SetUp() override { start(); }
-  void TearDown() override { stop(); }
-
-  void start() {
-    ApiOptions o;
-    o.data_dir = dir_.path();
-    o.token = "test-token";
-    o.examples_dir = fs::path(CODEFY_SOURCE_DIR) / "examples";
-    o.devices = {"cpu", "cuda:0"};  // a second queue, so queue independence can be shown on a CPU machine
-    api_ = std::make_unique<Api>(o, NodeRegistry::builtin());
-    ServerOptions so;
-    so.host = "127.0.0.1";
-    so.port = 0;
-    so.body_limit = 1 << 20;
-    so.read_timeout = std::chrono::milliseconds(1500);
-    server_ = std::make_unique<HttpServer>(so, *api_);
-    port_ = server_->start();
-  }
-  void stop() {
-    if (api_) api_->shutdown();
-    server_.reset();
-    api_.reset();
-  }
-
-  std::string host() const { return "127.0.0.1:" + std::to_string(port_); }
-
-  Reply request(http::verb method, const std::string& target, const std::string& body = "",
-                std::map<std::string, std::string> headers = {}) {
-    net::io_context ioc;
-    tcp::resolver resolver(ioc);
-    beast::tcp_stream stream(ioc);
-    stream.connect(resolver.resolve("127.0.0.1", std::to_string(port_)));
-    http::request<http::string_body> req{method, target, 11};
-    req.set(http::field::host, host());
-    if (method != http::verb::get) req.set("X-CodefyUI-Token", "test-token");
-    for (const auto& [k, v] : headers) req.set(k, v);
-    req.body() = body;
-    req.prepare_payload();
-    beast::error_code ec;
-    http::write(stream, req, ec);  // a server refusing a big body may close before it is all sent
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64 << 20);
-    http::read(stream, buffer, parser, ec);
-    Reply r;
-    if (ec && !parser.is_header_done()) {
-      r.status = -1;
-      r.body = ec.message();
-      return r;
-    }
-    r.status = parser.get().result_int();
-    r.body = parser.get().body();
-    r.json = nlohmann::json::parse(r.body, nullptr, false);
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
-    return r;
-  }
-  Reply get(const std::string& target, std::map<std::string, std::string> headers = {}) {
-    return request(http::verb::get, target, "", std::move(headers));
-  }
-  Reply post(const std::string& target, const nlohmann::json& body, std::map<std::string, std::string> headers = {}) {
-    return request(http::verb::post, target, body.dump(), std::move(headers));
-  }
-  /// A WebSocket client on /ws/execution.
-  struct Ws {
-    net::io_context ioc;
-    websocket::stream<tcp::socket> ws{ioc};
-    void send(const nlohmann::json& m) { ws.write(net::buffer(m.dump())); }
-    nlohmann::json next() {
-      beast::flat_buffer b;
-      ws.read(b);
-      return nlohmann::json::parse(beast::buffers_to_string(b.data()));
-    }
-    /// Messages until one of `type` (included).
-    std::vector<nlohmann::json> until(const std::string& type) {
-      std::vector<nlohmann::json> v;
-      do v.push_back(next());
-      while (v.back()["type"] != type);
-      return v;
-    }
-  };
-  std::unique_ptr<Ws> open_ws(const std::string& query = "?token=test-token", const std::string& origin = "") {
-    auto w = std::make_unique<Ws>();
-    w->ws.next_layer().connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
-    w->ws.set_option(websocket::stream_base::decorator([origin](websocket::request_type& req) {
-      if (!origin.empty()) req.set(http::field::origin, origin);
-    }));
-    w->ws.handshake(host(), "/ws/execution" + query);
-    return w;
-  }
-
-  void expect_alive() { EXPECT_EQ(get("/api/health").status, 200) << "the server stopped serving"; }
-
-  testing::TempDir dir_{"codefy-http"};
-  std::unique_ptr<Api> api_;
-  std::unique_ptr<HttpServer> server_;
-  uint16_t port_ = 0;
-};
-
-nlohmann::json toy_graph(int epochs, int samples = 200) {
-  return testing::mlp_training_graph("toy", 2, 16, 2, {{"n_samples", samples}}, {{"batch_size", 1}},
-                                     {{"type", "SGD"}, {"lr", 0.05}}, {{"epochs", epochs}});
-}
 
 TEST_F(ServerFixture, HealthHasTheStoresQueuesAndVersion) {
   const Reply r = get("/api/health");
@@ -335,14 +204,6 @@ TEST_F(ServerFixture, ARestartKeepsSavedGraphsAndEmptiesTheStores) {
   const Reply health = get("/api/health");
   EXPECT_EQ(health.json["caches"]["run_output_store"]["runs"], 0);
   EXPECT_TRUE(get("/api/runs").json["runs"].empty());
-}
-
-/// node id → the statuses it reported, in order.
-std::map<std::string, std::vector<std::string>> statuses(const std::vector<nlohmann::json>& messages) {
-  std::map<std::string, std::vector<std::string>> m;
-  for (const auto& x : messages)
-    if (x["type"] == "node_status" && x["status"] != "progress") m[x["node_id"]].push_back(x["status"]);
-  return m;
 }
 
 TEST_F(ServerFixture, WebSocketRunsAGraphWithCodefyUIsMessages) {

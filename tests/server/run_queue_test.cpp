@@ -120,5 +120,48 @@ TEST(RunQueues, ShutdownStopsTheRunningJobAndNeverStartsQueuedOnes) {
   EXPECT_FALSE(queued_ran);
 }
 
+TEST(Workers, SpecsGroupDevicesAndTheRestGetOneEach) {
+  const std::vector<std::string> available = {"cpu", "cuda:0", "cuda:1", "cuda:2"};
+  const auto w = make_workers({"pair=cuda:0,cuda:1"}, available);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_EQ(w[0].name, "pair");
+  EXPECT_EQ(w[0].devices, (std::vector<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(w[1].name, "cpu");
+  EXPECT_EQ(w[2].devices, (std::vector<std::string>{"cuda:2"}));
+  EXPECT_EQ(make_workers({}, available).size(), 4u);
+  for (const char* bad : {"nodevices", "=cuda:0", "x=", "x=cuda:7", "x=cuda:0,cuda:0"}) {
+    try {
+      make_workers({bad}, available);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();  // the message names the spec
+    }
+  }
+  EXPECT_THROW(make_workers({"a=cuda:0", "b=cuda:0"}, available), std::invalid_argument);
+  EXPECT_THROW(make_workers({"a=cuda:0", "a=cuda:1"}, available), std::invalid_argument);
+  EXPECT_THROW(make_workers({"cpu=cuda:0"}, available), std::invalid_argument);  // cpu's own worker is named cpu
+}
+
+TEST(Workers, AWorkerRunsOneRunAtATimeOnItsWholeDeviceSet) {
+  RunQueues q(make_workers({"pair=cuda:0,cuda:1"}, {"cpu", "cuda:0", "cuda:1"}));
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  const std::string first = q.submit("cuda:0", [released](const CancellationToken&, const std::string&) { released.wait(); });
+  ASSERT_TRUE(eventually([&] { return state(q, first) == RunState::kRunning; }));
+  const std::string second = q.submit("cuda:1", [](const CancellationToken&, const std::string&) {});
+  const std::string cpu = q.submit("cpu", [](const CancellationToken&, const std::string&) {});
+  EXPECT_TRUE(eventually([&] { return state(q, cpu) == RunState::kCompleted; }));  // another worker: not delayed
+  EXPECT_EQ(state(q, second), RunState::kQueued);  // same worker: waits
+  EXPECT_EQ(q.info(second)->position, 1u);
+  EXPECT_EQ(q.info(second)->queue, "pair");
+  EXPECT_EQ(q.info(second)->device, "cuda:1");
+  const auto summary = q.queues_json();
+  EXPECT_EQ(summary["pair"]["devices"], (std::vector<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(summary["pair"]["queued"], 1);
+  release.set_value();
+  EXPECT_TRUE(eventually([&] { return state(q, second) == RunState::kCompleted; }));
+  EXPECT_THROW(q.submit("cuda:5", [](const CancellationToken&, const std::string&) {}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace codefy::server
