@@ -263,6 +263,7 @@ int serve(const ServeCommand& cmd) {
     server::Api api(options, NodeRegistry::builtin());
     server::ServerOptions so;
     so.upload_limit = static_cast<size_t>(options.max_upload_bytes);
+    so.spool_dir = std::filesystem::path(cmd.data_dir) / ".uploads";  // upload bodies land here, not in memory
     so.host = cmd.host;
     so.port = cmd.port;
     server::HttpServer http(so, api);

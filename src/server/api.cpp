@@ -8,6 +8,10 @@
 #include "graph/validate.h"
 #include "util/atomic_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -827,33 +831,103 @@ std::string param_value(const std::string& header, const std::string& key) {
 
 }  // namespace
 
-std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body) {
+namespace {
+
+/// Random access to a request body: in memory, or spooled to a file and read
+/// in pieces (a 500 MB upload never sits in the server's memory).
+class BodySource {
+ public:
+  virtual ~BodySource() = default;
+  virtual size_t size() const = 0;
+  /// Up to `n` bytes from `pos`.
+  virtual std::string read(size_t pos, size_t n) const = 0;
+  /// Where `needle` first starts at or after `from`; npos when nowhere.
+  virtual size_t find(const std::string& needle, size_t from) const = 0;
+  bool starts_with_at(size_t pos, const std::string& s) const { return read(pos, s.size()) == s; }
+};
+
+class MemorySource : public BodySource {
+ public:
+  explicit MemorySource(std::string_view body) : body_(body) {}
+  size_t size() const override { return body_.size(); }
+  std::string read(size_t pos, size_t n) const override {
+    return pos >= body_.size() ? std::string() : std::string(body_.substr(pos, n));
+  }
+  size_t find(const std::string& needle, size_t from) const override { return body_.find(needle, from); }
+
+ private:
+  std::string_view body_;
+};
+
+class FileSource : public BodySource {
+ public:
+  FileSource(const fs::path& p, size_t chunk) : chunk_(std::max<size_t>(chunk, 1)) {
+    fd_ = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) throw std::runtime_error("cannot read the uploaded body");
+    size_ = static_cast<size_t>(st.st_size);
+  }
+  ~FileSource() override { ::close(fd_); }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  size_t size() const override { return size_; }
+  std::string read(size_t pos, size_t n) const override {
+    if (pos >= size_) return std::string();
+    std::string out(std::min(n, size_ - pos), '\0');
+    size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t got = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(pos + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) throw std::runtime_error("cannot read the uploaded body");
+      done += static_cast<size_t>(got);
+    }
+    return out;
+  }
+  size_t find(const std::string& needle, size_t from) const override {
+    // Windows of chunk + needle - 1 bytes, chunk apart: a match starting in a
+    // window's first `chunk` bytes lies wholly inside it.
+    for (size_t pos = from; pos < size_; pos += chunk_) {
+      const std::string window = read(pos, chunk_ + needle.size() - 1);
+      const size_t i = window.find(needle);
+      if (i != std::string::npos) return pos + i;
+    }
+    return std::string::npos;
+  }
+
+ private:
+  int fd_ = -1;
+  size_t size_ = 0;
+  size_t chunk_;
+};
+
+std::vector<FormPart> parse_form(const std::string& content_type, const BodySource& body) {
   if (lower(content_type).rfind("multipart/form-data", 0) != 0)
     throw std::invalid_argument("expected a multipart/form-data body with the file in a field named \"file\"");
   const std::string boundary = param_value(content_type, "boundary");
   if (boundary.empty()) throw std::invalid_argument("the multipart Content-Type has no boundary");
   const std::string delim = "--" + boundary;
+  const std::string delim_line = "\r\n" + delim;
   const auto bad = [] { return std::invalid_argument("malformed multipart body"); };
-  size_t pos = body.find(delim);
+  size_t pos = body.find(delim, 0);
   if (pos == std::string::npos) throw bad();
   pos += delim.size();
   std::vector<FormPart> parts;
-  while (body.compare(pos, 2, "--") != 0) {
-    if (body.compare(pos, 2, "\r\n") != 0) throw bad();
+  while (!body.starts_with_at(pos, "--")) {
+    if (!body.starts_with_at(pos, "\r\n")) throw bad();
     const size_t header_end = body.find("\r\n\r\n", pos + 2);
-    if (header_end == std::string::npos) throw bad();
+    if (header_end == std::string::npos || header_end - pos > 64 * 1024) throw bad();
     // The part ends at CRLF--boundary followed by CRLF or "--" (a longer line
     // that merely starts with the boundary is data).
     size_t next = header_end + 4;
     while (true) {
-      next = body.find("\r\n" + delim, next);
+      next = body.find(delim_line, next);
       if (next == std::string::npos) throw bad();
-      const size_t after = next + 2 + delim.size();
-      if (body.compare(after, 2, "\r\n") == 0 || body.compare(after, 2, "--") == 0) break;
+      const size_t after = next + delim_line.size();
+      if (body.starts_with_at(after, "\r\n") || body.starts_with_at(after, "--")) break;
       ++next;
     }
     FormPart part;
-    std::stringstream headers(body.substr(pos + 2, header_end - pos - 2));
+    std::stringstream headers(body.read(pos + 2, header_end - pos - 2));
     std::string line;
     while (std::getline(headers, line)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -862,11 +936,22 @@ std::vector<FormPart> parse_multipart(const std::string& content_type, const std
       part.name = param_value(line.substr(colon + 1), "name");
       part.filename = param_value(line.substr(colon + 1), "filename");
     }
-    part.data = body.substr(header_end + 4, next - header_end - 4);
+    part.offset = header_end + 4;
+    part.size = next - part.offset;
     parts.push_back(std::move(part));
-    pos = next + 2 + delim.size();
+    pos = next + delim_line.size();
   }
   return parts;
+}
+
+}  // namespace
+
+std::vector<FormPart> parse_multipart(const std::string& content_type, std::string_view body) {
+  return parse_form(content_type, MemorySource(body));
+}
+
+std::vector<FormPart> parse_multipart_file(const std::string& content_type, const fs::path& body, size_t chunk) {
+  return parse_form(content_type, FileSource(body, chunk));
 }
 
 Response Api::models_route(const Request& r, const std::vector<std::string>& parts) {
@@ -884,7 +969,9 @@ Response Api::models_route(const Request& r, const std::vector<std::string>& par
     return Response::json(200, list);
   }
   if (parts.size() == 3 && parts[2] == "upload" && r.method == "POST") {
-    const auto form = parse_multipart(r.header("content-type"), r.body);
+    const bool spooled = !r.body_file.empty();  // uploads come spooled to disk from the server
+    const auto form = spooled ? parse_multipart_file(r.header("content-type"), r.body_file)
+                              : parse_multipart(r.header("content-type"), r.body);
     const auto file = std::find_if(form.begin(), form.end(), [](const FormPart& p) { return p.name == "file"; });
     if (file == form.end()) return Response::error(422, "the form needs a field named \"file\"");
     const std::string name = file->filename.substr(file->filename.find_last_of('/') + 1);  // npos + 1 == 0
@@ -897,12 +984,13 @@ Response Api::models_route(const Request& r, const std::vector<std::string>& par
       return Response::error(400, "Unsupported file type: " + lower(fs::path(name).extension().string()) +
                                       ". Allowed: " + allowed);
     }
-    if (static_cast<int64_t>(file->data.size()) > options_.max_upload_bytes)
-      return Response::error(413, "File too large");
+    if (static_cast<int64_t>(file->size) > options_.max_upload_bytes) return Response::error(413, "File too large");
     const auto target = inside(dir, name);
     if (!target) return Response::error(400, "Invalid filename");
-    util::write_file_atomic(*target, file->data);  // a half-written model never shows under its name
-    return Response::json(200, {{"filename", name}, {"size", file->data.size()}});
+    // Written whole or not at all: a half-written model never shows under its name.
+    if (spooled) util::copy_file_range_atomic(*target, r.body_file, file->offset, file->size);
+    else util::write_file_atomic(*target, std::string_view(r.body).substr(file->offset, file->size));
+    return Response::json(200, {{"filename", name}, {"size", file->size}});
   }
   const bool download = parts.size() >= 4 && parts[2] == "download" && r.method == "GET";
   const bool remove = parts.size() == 3 && r.method == "DELETE";

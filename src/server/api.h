@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace codefy {
@@ -30,6 +31,8 @@ struct Request {
   std::map<std::string, std::string> query;
   std::map<std::string, std::string> headers;  ///< names lower-case
   std::string body;
+  /// Where a large body (an upload) was spooled instead of `body`; the server removes it after answering.
+  std::filesystem::path body_file;
   bool from_loopback = false;
   std::string header(const std::string& lower_name) const;
 };
@@ -141,14 +144,18 @@ class Api {
 /// leave the graphs folder).
 std::string sanitize_name(const std::string& name);
 
-/// One part of a multipart/form-data body.
+/// One part of a multipart/form-data body: where its data lies in the body.
 struct FormPart {
   std::string name;
   std::string filename;  ///< empty when the part is not a file
-  std::string data;
+  size_t offset = 0;
+  size_t size = 0;
 };
 /// Parses a multipart/form-data body given its Content-Type header; throws
 /// std::invalid_argument when it is not one.
-std::vector<FormPart> parse_multipart(const std::string& content_type, const std::string& body);
+std::vector<FormPart> parse_multipart(const std::string& content_type, std::string_view body);
+/// The same over a body spooled to a file, read `chunk` bytes at a time.
+std::vector<FormPart> parse_multipart_file(const std::string& content_type, const std::filesystem::path& body,
+                                           size_t chunk = 1 << 20);
 
 }  // namespace codefy::server

@@ -2,6 +2,8 @@
 
 #include "server/api.h"
 
+#include <unistd.h>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -10,7 +12,9 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <atomic>
 #include <deque>
+#include <filesystem>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -48,7 +52,7 @@ std::string decode(const std::string& s, bool query) {
   return out;
 }
 
-Request to_request(const http::request<http::string_body>& req, bool loopback) {
+Request to_request(const http::request_header<>& req, bool loopback) {
   Request r;
   r.method = std::string(req.method_string());
   const std::string target(req.target());
@@ -71,7 +75,6 @@ Request to_request(const http::request<http::string_body>& req, bool loopback) {
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     r.headers[name] = std::string(f.value());
   }
-  r.body = req.body();
   r.from_loopback = loopback;
   return r;
 }
@@ -159,24 +162,73 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void read() {
-    parser_.emplace();
-    parser_->body_limit(options_.body_limit);
-    parser_->header_limit(32 * 1024);
+    header_parser_.emplace();
+    header_parser_->header_limit(32 * 1024);
+    header_parser_->body_limit(boost::none);  // decided in on_header, once the route is known
     stream_.expires_after(options_.read_timeout);
-    // The header first: an upload route may bring a body up to the upload limit.
-    http::async_read_header(stream_, buffer_, *parser_,
+    // The header first: it decides where the body goes and how large it may be.
+    http::async_read_header(stream_, buffer_, *header_parser_,
                             beast::bind_front_handler(&Session::on_header, shared_from_this()));
   }
 
-  void on_header(beast::error_code ec, std::size_t n) {
-    if (ec) return on_read(ec, n);
-    const std::string_view target(parser_->get().target().data(), parser_->get().target().size());
-    if (target.substr(0, target.find('?')) == "/api/models/upload") {
-      body_limit_ = options_.upload_limit + (64u << 10);  // CodefyUI's multipart envelope allowance
-      parser_->body_limit(body_limit_);
-    } else {
-      body_limit_ = options_.body_limit;
+  void on_header(beast::error_code ec, std::size_t) {
+    if (ec == http::error::header_limit) {
+      keep_alive_ = false;
+      return write(Response::error(431, "request headers too large"));
     }
+    if (ec) return close();  // end of stream, timeout, reset, or not HTTP at all
+    version_ = header_parser_->get().version();
+    const std::string_view target(header_parser_->get().target().data(), header_parser_->get().target().size());
+    upload_ = target.substr(0, target.find('?')) == "/api/models/upload";
+    body_limit_ = upload_ ? options_.upload_limit + (64u << 10)  // CodefyUI's multipart envelope allowance
+                         : options_.body_limit;
+    // Host and token before the body, as CodefyUI: a request that may not
+    // come in is never read, spooled or answered 413.
+    if (!websocket::is_upgrade(header_parser_->get())) {
+      beast::error_code ep_ec;
+      const auto remote = stream_.socket().remote_endpoint(ep_ec);
+      if (auto denied = api_.check_access(to_request(header_parser_->get().base(), !ep_ec && remote.address().is_loopback()))) {
+        keep_alive_ = false;
+        return write(std::move(*denied));
+      }
+    }
+    if (const auto declared = header_parser_->content_length(); declared && *declared > body_limit_) {
+      keep_alive_ = false;  // refused before the body is read
+      return write(Response::error(413, "request body is " + std::to_string(*declared) + " bytes (max " +
+                                            std::to_string(body_limit_) + ")"));
+    }
+    if (beast::iequals(header_parser_->get()[http::field::expect], "100-continue")) {  // curl, requests
+      auto res = std::make_shared<http::response<http::empty_body>>(http::status::continue_, version_);
+      auto self = shared_from_this();
+      return http::async_write(stream_, *res, [self, res](beast::error_code wec, std::size_t) {
+        if (wec) return self->close();
+        self->read_body();
+      });
+    }
+    read_body();
+  }
+
+  /// Reads the body into memory, or for an upload into a spool file.
+  void read_body() {
+    if (upload_ && !options_.spool_dir.empty()) {
+      // An upload (up to CODEFYUI_MAX_UPLOAD_SIZE) goes to a file, never whole into memory.
+      static std::atomic<uint64_t> counter{0};
+      spool_ = options_.spool_dir / ("upload-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+      buffer_.reserve(64u << 10);  // reads of 64 KiB, not of the little header buffer's size (7x faster)
+      file_parser_.emplace(std::move(*header_parser_));
+      file_parser_->body_limit(body_limit_);
+      beast::error_code fec;
+      file_parser_->get().body().open(spool_.c_str(), beast::file_mode::write, fec);
+      if (fec) {
+        keep_alive_ = false;
+        spool_.clear();
+        return write(Response::error(500, "cannot spool the upload: " + fec.message()));
+      }
+      return http::async_read(stream_, buffer_, *file_parser_,
+                              beast::bind_front_handler(&Session::on_read, shared_from_this()));
+    }
+    parser_.emplace(std::move(*header_parser_));
+    parser_->body_limit(body_limit_);
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
   }
 
@@ -185,18 +237,20 @@ class Session : public std::enable_shared_from_this<Session> {
       keep_alive_ = false;
       return write(Response::error(413, "request body over the limit of " + std::to_string(body_limit_) + " bytes"));
     }
-    if (ec == http::error::header_limit) {
-      keep_alive_ = false;
-      return write(Response::error(431, "request headers too large"));
-    }
-    if (ec) return close();  // end of stream, timeout, reset, or not HTTP at all
-    const auto& req = parser_->get();
-    keep_alive_ = req.keep_alive();
-    version_ = req.version();
+    if (ec) return close();
+    const http::request_header<>& header = file_parser_ ? file_parser_->get().base() : parser_->get().base();
+    keep_alive_ = file_parser_ ? file_parser_->keep_alive() : parser_->keep_alive();
+    version_ = header.version();
     beast::error_code ep_ec;
     const auto remote = stream_.socket().remote_endpoint(ep_ec);
-    const Request request = to_request(req, !ep_ec && remote.address().is_loopback());
-    if (websocket::is_upgrade(req) && request.path == "/ws/execution") {
+    Request request = to_request(header, !ep_ec && remote.address().is_loopback());
+    if (file_parser_) {
+      file_parser_->get().body().close();
+      request.body_file = spool_;
+    } else {
+      request.body = std::move(parser_->get().body());
+    }
+    if (!file_parser_ && websocket::is_upgrade(parser_->get()) && request.path == "/ws/execution") {
       stream_.expires_never();  // the websocket stream keeps its own timeouts
       return std::make_shared<WsSession>(stream_.release_socket(), api_, options_)->run(parser_->release(), request);
     }
@@ -209,6 +263,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(Response r) {
+    file_parser_.reset();
+    if (!spool_.empty()) {  // the upload was handled (or refused): its spooled body goes
+      std::error_code ignored;
+      std::filesystem::remove(spool_, ignored);
+      spool_.clear();
+    }
     if (!r.file.empty()) {  // streamed from disk, never read whole into memory
       http::file_body::value_type file;
       beast::error_code ec;
@@ -243,16 +303,26 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
+    file_parser_.reset();
+    if (!spool_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove(spool_, ignored);
+      spool_.clear();
+    }
   }
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::request_parser<http::file_body>> file_parser_;
+  std::filesystem::path spool_;  ///< the upload being received, removed once answered
   Api& api_;
   const ServerOptions& options_;
   bool keep_alive_ = false;
   unsigned version_ = 11;
   size_t body_limit_ = 0;  ///< the limit of the request being read
+  bool upload_ = false;    ///< the request being read is an upload
 };
 
 }  // namespace
@@ -291,6 +361,11 @@ uint16_t HttpServer::start() {
   if (ec)
     throw std::runtime_error("cannot listen on " + impl_->options.host + ":" + std::to_string(impl_->options.port) +
                              ": " + ec.message());
+  if (const auto& spool = impl_->options.spool_dir; !spool.empty()) {  // a crash may have left some behind
+    std::filesystem::create_directories(spool);
+    for (const auto& e : std::filesystem::directory_iterator(spool))
+      if (e.path().filename().string().rfind("upload-", 0) == 0) std::filesystem::remove(e.path());
+  }
   const uint16_t port = acc.local_endpoint().port();
   impl_->api.listen_on(impl_->options.host, port);
   impl_->accept();

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,9 @@ struct ServerOptions {
   uint16_t port = 8000;                      ///< 0: any free port (tests)
   size_t body_limit = 16u << 20;             ///< larger bodies get 413
   size_t upload_limit = 524288000;           ///< largest file /api/models/upload takes (plus 64 KiB of form)
+  /// Where upload bodies are received (a file each, removed once answered);
+  /// empty: uploads are read into memory like other bodies.
+  std::filesystem::path spool_dir;
   int io_threads = 2;
   std::chrono::milliseconds read_timeout{30000};  ///< a client that sends nothing is dropped after this
 };

@@ -3,10 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
+#include <vector>
 
 namespace codefy::util {
 
@@ -30,9 +33,10 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-/// Writes a temp file next to `path` and renames it over `path`, so readers
-/// (and a crash) see either the old file or the complete new one.
-void write_atomically(const fs::path& path, const char* data, size_t size) {
+/// Writes a temp file next to `path` (its content from `fill`, which returns
+/// "" or what failed) and renames it over `path`, so readers (and a crash) see
+/// either the old file or the complete new one.
+void write_atomically(const fs::path& path, const std::function<std::string(int fd)>& fill) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
@@ -47,9 +51,8 @@ void write_atomically(const fs::path& path, const char* data, size_t size) {
     throw std::runtime_error("cannot write " + path.string() + ": creating " + temp.string() + " failed: " +
                              std::strerror(errno));
   }
-  std::string failure;
-  if (!write_all(fd, data, size)) {
-    failure = std::string("write failed: ") + std::strerror(errno);
+  std::string failure = fill(fd);
+  if (!failure.empty()) {
   } else if (::fsync(fd) != 0) {
     failure = std::string("fsync failed: ") + std::strerror(errno);
   }
@@ -73,8 +76,34 @@ void write_atomically(const fs::path& path, const char* data, size_t size) {
 
 }  // namespace
 
-void write_file_atomic(const fs::path& path, const std::string& bytes) {
-  write_atomically(path, bytes.data(), bytes.size());
+void write_file_atomic(const fs::path& path, std::string_view bytes) {
+  write_atomically(path, [bytes](int fd) {
+    return write_all(fd, bytes.data(), bytes.size()) ? std::string() : std::string("write failed: ") + std::strerror(errno);
+  });
+}
+
+void copy_file_range_atomic(const fs::path& path, const fs::path& source, uint64_t offset, uint64_t size) {
+  const int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw std::runtime_error("cannot read " + source.string() + ": " + std::strerror(errno));
+  try {
+    write_atomically(path, [&](int fd) {
+      std::vector<char> buf(1 << 20);
+      uint64_t done = 0;
+      while (done < size) {
+        const ssize_t n = ::pread(in, buf.data(), std::min<uint64_t>(buf.size(), size - done),
+                                  static_cast<off_t>(offset + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return std::string("reading ") + source.string() + " failed";
+        if (!write_all(fd, buf.data(), static_cast<size_t>(n))) return std::string("write failed: ") + std::strerror(errno);
+        done += static_cast<uint64_t>(n);
+      }
+      return std::string();
+    });
+  } catch (...) {
+    ::close(in);
+    throw;
+  }
+  ::close(in);
 }
 
 }  // namespace codefy::util

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace codefy::util {
 
@@ -10,6 +12,11 @@ namespace codefy::util {
 /// (fsync, then rename), so readers and a crash see the old file or the
 /// complete new one. Creates missing parent folders. On failure the old file
 /// stays, the temporary is removed, and std::runtime_error names the path.
-void write_file_atomic(const std::filesystem::path& path, const std::string& bytes);
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+
+/// As write_file_atomic, with `size` bytes of `source` from `offset` (read in
+/// pieces: a large upload spooled to disk never passes through memory whole).
+void copy_file_range_atomic(const std::filesystem::path& path, const std::filesystem::path& source, uint64_t offset,
+                            uint64_t size);
 
 }  // namespace codefy::util

@@ -4,6 +4,8 @@
 #include "fixture.h"
 #include "server/outputs.h"
 
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
 #include <torch/torch.h>
 
 namespace codefy::server {
@@ -28,9 +30,21 @@ TEST(Multipart, PartsFieldsAndFilenames) {
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].name, "note");
   EXPECT_EQ(parts[0].filename, "");
-  EXPECT_EQ(parts[0].data, "hello");
+  EXPECT_EQ(body.substr(parts[0].offset, parts[0].size), "hello");
   EXPECT_EQ(parts[1].filename, "w.pt");
-  EXPECT_EQ(parts[1].data, "a\r\n--b-not-yet\r\nz");  // the delimiter is only CRLF--b followed by CRLF or --
+  EXPECT_EQ(body.substr(parts[1].offset, parts[1].size), "a\r\n--b-not-yet\r\nz");  // the delimiter is only CRLF--b followed by CRLF or --
+  // Spooled to a file and read in pieces of every small size: the same parts.
+  testing::TempDir tmp("multipart");
+  std::ofstream(tmp.path() / "body", std::ios::binary) << body;
+  for (size_t chunk : {1, 2, 3, 5, 7, 64, 1 << 20}) {
+    const auto from_file = parse_multipart_file("multipart/form-data; boundary=\"b\"", tmp.path() / "body", chunk);
+    ASSERT_EQ(from_file.size(), 2u) << chunk;
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(from_file[i].name, parts[i].name) << chunk;
+      EXPECT_EQ(from_file[i].offset, parts[i].offset) << chunk;
+      EXPECT_EQ(from_file[i].size, parts[i].size) << chunk;
+    }
+  }
   EXPECT_THROW(parse_multipart("application/json", body), std::invalid_argument);
   EXPECT_THROW(parse_multipart("multipart/form-data; boundary=b", "--b\r\nno end"), std::invalid_argument);
 }
@@ -88,6 +102,11 @@ TEST_F(ServerFixture, ModelFileRoutesRefuseWhatTheyShould) {
                                                                                 {"X-CodefyUI-Token", "wrong"}})
                 .status,
             403);
+  // Without the token even an oversized body gets 403, unread (CodefyUI's order: token, then size).
+  EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("h.pt", std::string(400 << 10, 'w')),
+                    {{"Content-Type", kForm.begin()->second}, {"X-CodefyUI-Token", "wrong"}})
+                .status,
+            403);
 
   for (const std::string target : {"/api/models/download/../secret.pt", "/api/models/download/%2e%2e/secret.pt",
                                    "/api/models/download/..%2f..%2fgraphs%2fg.json", "/api/models/download//etc/passwd",
@@ -106,7 +125,9 @@ TEST_F(ServerFixture, ModelFileRoutesRefuseWhatTheyShould) {
   std::vector<std::string> outside;
   for (const auto& e : fs::directory_iterator(dir_.path())) outside.push_back(e.path().filename().string());
   std::sort(outside.begin(), outside.end());
-  EXPECT_EQ(outside, (std::vector<std::string>{"graphs", "models", "secret.pt"}));  // nothing written elsewhere
+  // Nothing written elsewhere; every spooled upload body is gone.
+  EXPECT_EQ(outside, (std::vector<std::string>{".uploads", "graphs", "models", "secret.pt"}));
+  EXPECT_TRUE(fs::is_empty(dir_.path() / ".uploads"));
   expect_alive();
 }
 
@@ -229,6 +250,27 @@ TEST_F(ServerFixture, NodeStateCarriesTrainingOverAndCanBeReset) {
   EXPECT_EQ(statuses(ws->until("execution_complete")).at("mlp").back(), "completed");
   EXPECT_EQ(get("/api/health").json["caches"]["node_state_store"]["modules"], 0);
   EXPECT_EQ(post("/api/execution/state/reset", nlohmann::json::object()).status, 422);
+}
+
+TEST_F(ServerFixture, UploadAnswers100ContinueBeforeTheBody) {
+  // curl and Python's requests wait for "100 Continue" before sending a large body.
+  net::io_context ioc;
+  tcp::socket sock(ioc);
+  sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
+  const std::string body = form("c.pt", "continued");
+  const std::string head = "POST /api/models/upload HTTP/1.1\r\nHost: " + host() +
+                           "\r\nX-CodefyUI-Token: test-token\r\nContent-Type: " + kForm.begin()->second +
+                           "\r\nExpect: 100-continue\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  net::write(sock, net::buffer(head));
+  std::string interim;
+  net::read_until(sock, net::dynamic_buffer(interim), "\r\n\r\n");
+  EXPECT_EQ(interim.rfind("HTTP/1.1 100 Continue\r\n", 0), 0u) << interim;
+  net::write(sock, net::buffer(body));
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::read(sock, buffer, res);
+  EXPECT_EQ(res.result_int(), 200) << res.body();
+  EXPECT_EQ(read_file(dir_.path() / "models/c.pt"), "continued");
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ class ServerFixture : public ::testing::Test {
     so.port = 0;
     so.body_limit = 1 << 20;
     so.upload_limit = static_cast<size_t>(o.max_upload_bytes);
+    so.spool_dir = dir_.path() / ".uploads";
     so.read_timeout = std::chrono::milliseconds(1500);
     server_ = std::make_unique<HttpServer>(so, *api_);
     port_ = server_->start();
