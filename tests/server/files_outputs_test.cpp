@@ -273,5 +273,30 @@ TEST_F(ServerFixture, UploadAnswers100ContinueBeforeTheBody) {
   EXPECT_EQ(read_file(dir_.path() / "models/c.pt"), "continued");
 }
 
+TEST_F(ServerFixture, StoresStayWithinTheirCapsUnderUse) {
+  stores_.execution_cache = {64 << 10, 100};  // 64 KiB per connection
+  stores_.run_output_store = {0, 2};            // byte cap off (0), two runs
+  stop();
+  start();
+  auto ws = open_ws();
+  nlohmann::json g = toy_graph(1, 6000);  // its dataset: 6000 x 2 floats + 6000 int64 labels = 96 KB, over the cap alone
+  g["action"] = "execute";
+  g["record_outputs"] = true;
+  for (const char* id : {"a", "b", "c"}) {
+    g["run_id"] = id;
+    ws->send(g);
+    const auto s = statuses(ws->until("execution_complete"));
+    EXPECT_EQ(s.at("data").back(), "completed") << id;  // never stored, so never served from the cache
+    EXPECT_EQ(s.at("loss").back(), std::string(id) == "a" ? "completed" : "cached") << id;
+    const auto caches = get("/api/health").json["caches"];
+    EXPECT_LE(caches["execution_cache"]["bytes"].get<int64_t>(), 64 << 10) << id;
+    EXPECT_LE(caches["run_output_store"]["runs"].get<int>(), 2) << id;
+  }
+  EXPECT_EQ(get("/api/execution/outputs/a").status, 404);  // the least recently used run went
+  EXPECT_EQ(get("/api/execution/outputs/b").status, 200);
+  EXPECT_EQ(get("/api/execution/outputs/c").status, 200);
+  EXPECT_GT(get("/api/health").json["caches"]["run_output_store"]["bytes"].get<int64_t>(), 64 << 10);  // no byte cap
+}
+
 }  // namespace
 }  // namespace codefy::server

@@ -46,6 +46,7 @@ class ServerFixture : public ::testing::Test {
     o.examples_dir = fs::path(CODEFY_SOURCE_DIR) / "examples";
     o.workers = {{"cpu", {"cpu"}}, {"cuda:0", {"cuda:0"}}};  // a second queue, so queue independence can be shown on a CPU machine
     o.max_upload_bytes = 256 << 10;
+    o.stores = stores_;
     api_ = std::make_unique<Api>(o, NodeRegistry::builtin());
     ServerOptions so;
     so.host = "127.0.0.1";
@@ -132,6 +133,7 @@ class ServerFixture : public ::testing::Test {
   void expect_alive() { EXPECT_EQ(get("/api/health").status, 200) << "the server stopped serving"; }
 
   testing::TempDir dir_{"codefy-http"};
+  store::StoreSettings stores_;  ///< the stores' caps at the next start()
   std::unique_ptr<Api> api_;
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
