@@ -1,7 +1,12 @@
 // Small helpers every test area uses.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 
 #include <cstdlib>
 #include <filesystem>
@@ -38,6 +43,29 @@ inline nlohmann::json read_json_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open " + path.string());
   return nlohmann::json::parse(in);
+}
+
+/// A file's bytes ("" when it cannot be read).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// Writes `bytes` to `path`, creating its folder; throws when it cannot.
+inline void write_file(const std::filesystem::path& path, const std::string& bytes) {
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+/// Whether `actual` is within a relative 1e-5 of PyTorch's `expected` (or
+/// `abs_floor` for values near zero); the message names `what`.
+inline ::testing::AssertionResult close_to_pytorch(double actual, double expected, const std::string& what,
+                                                   double abs_floor) {
+  if (std::abs(actual - expected) <= std::max(abs_floor, 1e-5 * std::abs(expected)))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": got " << actual << ", PyTorch " << expected;
 }
 
 /// Writes `j` to `path` (test fixtures).

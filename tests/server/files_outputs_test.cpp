@@ -17,10 +17,7 @@ std::string form(const std::string& filename, const std::string& data, const std
 }
 const std::map<std::string, std::string> kForm = {{"Content-Type", "multipart/form-data; boundary=XyZ"}};
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing::read_file;
 
 TEST(Multipart, PartsFieldsAndFilenames) {
   const std::string body = "preamble\r\n--b\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n"

@@ -22,10 +22,6 @@ using nlohmann::json;
 using codefy::testing::read_golden;
 
 /// The golden tolerance: 1e-5 relative with a 1e-6 absolute floor.
-void expect_close(double actual, double expected, const std::string& what) {
-  EXPECT_LE(std::abs(actual - expected), std::max(1e-6, 1e-5 * std::abs(expected)))
-      << what << ": got " << actual << ", PyTorch " << expected;
-}
 
 torch::Dtype dtype_of(const std::string& name) {
   if (name == "float32") return torch::kFloat;
@@ -74,12 +70,14 @@ TEST(Losses, MatchPyTorchValuesAndGradients) {
     const torch::Tensor value = (*loss)(p, t);
     ASSERT_EQ(value.dim(), 0);
     EXPECT_EQ(value.scalar_type(), p.scalar_type());
-    expect_close(value.item<double>(), c.at("loss").get<double>(), "loss");
+    EXPECT_TRUE(codefy::testing::close_to_pytorch(value.item<double>(), c.at("loss").get<double>(), "loss", 1e-6));
     value.backward();
     const auto grad = flat(p.grad());
     const auto expected = c.at("grad").at("values").get<std::vector<double>>();
     ASSERT_EQ(grad.size(), expected.size());
-    for (size_t i = 0; i < grad.size(); ++i) expect_close(grad[i], expected[i], "grad[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < grad.size(); ++i)
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(grad[i], expected[i],
+          "grad[" + std::to_string(i) + "]", 1e-6));
   }
 }
 
@@ -185,8 +183,12 @@ TEST(Optimizers, MatchPyTorchAfterFiveSteps) {
     }
     const auto gw = flat(w), gv = flat(v);
     const auto ew = flat(f64(cs.at("w"))), ev = flat(f64(cs.at("v")));
-    for (size_t i = 0; i < ew.size(); ++i) expect_close(gw[i], ew[i], "w[" + std::to_string(i) + "]");
-    for (size_t i = 0; i < ev.size(); ++i) expect_close(gv[i], ev[i], "v[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < ew.size(); ++i)
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(gw[i], ew[i],
+          "w[" + std::to_string(i) + "]", 1e-6));
+    for (size_t i = 0; i < ev.size(); ++i)
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(gv[i], ev[i],
+          "v[" + std::to_string(i) + "]", 1e-6));
   }
   for (const auto& type : optimizer_types()) EXPECT_TRUE(types_seen.count(type)) << type << " has no golden case";
 }

@@ -15,6 +15,8 @@
 #include <vector>
 
 namespace fs = std::filesystem;
+using codefy::testing::read_file;
+using codefy::testing::write_file;
 using codefy::testing::TempDir;
 using namespace codefy::train;
 
@@ -32,12 +34,6 @@ std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const s
   return out;
 }
 
-void write_file(const fs::path& path, const std::string& bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
 
 void write_gzip(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());
@@ -47,10 +43,6 @@ void write_gzip(const fs::path& path, const std::string& bytes) {
   ASSERT_EQ(gzclose(gz), Z_OK);
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 /// Expects `fn` to throw E with every string of `parts` in its message.
 template <typename E, typename Fn>

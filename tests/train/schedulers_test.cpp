@@ -27,10 +27,6 @@ using codefy::testing::read_golden;
 
 /// 1e-5 relative; the absolute floor is tiny because rates are plain double
 /// arithmetic and some cases live near 1e-8 (ReduceLROnPlateau's eps rule).
-void expect_close(double actual, double expected, const std::string& what) {
-  EXPECT_LE(std::abs(actual - expected), std::max(1e-15, 1e-5 * std::abs(expected)))
-      << what << ": got " << actual << ", PyTorch " << expected;
-}
 
 SchedulerOptions scheduler_options_from(const json& o) {
   SchedulerOptions r;
@@ -91,7 +87,8 @@ void play(Scheduler& s, const torch::optim::Optimizer& opt, const json& c, size_
     const auto got = lrs_of(opt);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t g = 0; g < got.size(); ++g)
-      expect_close(got[g], expected[g], "event " + std::to_string(i) + " (" + e + "), group " + std::to_string(g));
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(got[g], expected[g],
+          "event " + std::to_string(i) + " (" + e + "), group " + std::to_string(g), 1e-15));
     EXPECT_DOUBLE_EQ(s.lr(), got[0]);
   }
 }
@@ -132,7 +129,9 @@ TEST(Schedulers, ResumedRunContinuesIdentically) {
       resumed.load_state(json::parse(saved));
       const auto expected = c.at("lrs").at(cut - 1).get<std::vector<double>>();
       const auto got = lrs_of(*resumed_opt);
-      for (size_t g = 0; g < got.size(); ++g) expect_close(got[g], expected[g], "after load_state");
+      for (size_t g = 0; g < got.size(); ++g)
+        EXPECT_TRUE(codefy::testing::close_to_pytorch(got[g], expected[g],
+            "after load_state", 1e-15));
       size_t resumed_metric_index = metric_index;
       play(resumed, *resumed_opt, c, cut, n, resumed_metric_index);
       play(s, *opt, c, cut, n, metric_index);

@@ -21,21 +21,15 @@
 #include <vector>
 
 namespace fs = std::filesystem;
+using codefy::testing::read_file;
+using codefy::testing::write_file;
 using codefy::testing::TempDir;
 using namespace codefy::train;
 
 namespace {
 
 
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> names;
