@@ -2,6 +2,7 @@
 // torch::optim); this file only maps CodefyUI's names and options onto it and
 // refuses, up front and as std::invalid_argument, what PyTorch would refuse.
 #include "train/builders.h"
+#include "train/checks.h"
 
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adagrad.h>
@@ -18,6 +19,9 @@
 namespace codefy::train {
 namespace {
 
+using detail::number;
+using detail::require;
+
 namespace F = torch::nn::functional;
 
 std::string join(const std::vector<std::string>& names) {
@@ -26,11 +30,6 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 /// Class-index targets must be int64 for LibTorch's kernels; data pipelines
 /// often hand over float or int32 labels, so those are converted rather than
@@ -51,9 +50,6 @@ torch::Tensor regression_target(const torch::Tensor& prediction, const torch::Te
   return t;
 }
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument(message);
-}
 
 /// `x >= 0` that is also false for NaN.
 bool non_negative(double x) { return x >= 0.0; }

@@ -7,6 +7,7 @@
 // PyTorch gives when a LinearLR (stepped per update) and a chainable scheduler
 // (stepped per epoch) share one optimizer.
 #include "train/schedulers.h"
+#include "train/checks.h"
 
 #include "train/builders.h"
 
@@ -19,19 +20,14 @@
 namespace codefy::train {
 namespace {
 
+using detail::number;
+using detail::require;
+
 constexpr double kPi = 3.14159265358979323846;  // == Python's math.pi
 /// ReduceLROnPlateau's eps: a reduction smaller than this is skipped.
 constexpr double kPlateauEps = 1e-8;
 
-void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument(message);
-}
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 bool is_epoch_type(const std::string& t) {
   return t == "StepLR" || t == "MultiStepLR" || t == "ExponentialLR" || t == "CosineAnnealingLR" ||
