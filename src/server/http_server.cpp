@@ -27,6 +27,13 @@ namespace websocket = beast::websocket;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+/// What the sessions of one server share: upload spool names and how many
+/// uploads are being received.
+struct Uploads {
+  std::atomic<uint64_t> next{0};
+  std::atomic<int> in_flight{0};
+};
+
 namespace {
 
 int hex_value(char c) {
@@ -155,8 +162,9 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket&& socket, Api& api, const ServerOptions& options)
-      : stream_(std::move(socket)), api_(api), options_(options) {}
+  Session(tcp::socket&& socket, Api& api, const ServerOptions& options, Uploads& uploads)
+      : stream_(std::move(socket)), api_(api), options_(options), uploads_(uploads) {}
+  ~Session() { end_upload(); }
 
   void run() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::read, shared_from_this())); }
 
@@ -211,9 +219,16 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Reads the body into memory, or for an upload into a spool file.
   void read_body() {
     if (upload_ && !options_.spool_dir.empty()) {
-      // An upload (up to CODEFYUI_MAX_UPLOAD_SIZE) goes to a file, never whole into memory.
-      static std::atomic<uint64_t> counter{0};
-      spool_ = options_.spool_dir / ("upload-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+      // An upload (up to CODEFYUI_MAX_UPLOAD_SIZE) goes to a file, never whole
+      // into memory; a few at a time, so disk use stays bounded too.
+      if (uploads_.in_flight.fetch_add(1) >= options_.max_uploads) {
+        uploads_.in_flight.fetch_sub(1);
+        keep_alive_ = false;
+        return write(Response::error(503, "too many uploads at once (" + std::to_string(options_.max_uploads) +
+                                              "); try again when one has finished"));
+      }
+      counting_upload_ = true;
+      spool_ = options_.spool_dir / ("upload-" + std::to_string(::getpid()) + "-" + std::to_string(uploads_.next++));
       buffer_.reserve(64u << 10);  // reads of 64 KiB, not of the little header buffer's size (7x faster)
       file_parser_.emplace(std::move(*header_parser_));
       file_parser_->body_limit(body_limit_);
@@ -263,12 +278,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(Response r) {
-    file_parser_.reset();
-    if (!spool_.empty()) {  // the upload was handled (or refused): its spooled body goes
-      std::error_code ignored;
-      std::filesystem::remove(spool_, ignored);
-      spool_.clear();
-    }
+    end_upload();  // the upload was handled (or refused): its spooled body goes
     if (!r.file.empty()) {  // streamed from disk, never read whole into memory
       http::file_body::value_type file;
       beast::error_code ec;
@@ -303,12 +313,19 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
+    end_upload();
+  }
+
+  /// Forgets the upload being received, if any: its spool file goes and it no longer counts.
+  void end_upload() {
     file_parser_.reset();
     if (!spool_.empty()) {
       std::error_code ignored;
       std::filesystem::remove(spool_, ignored);
       spool_.clear();
     }
+    if (counting_upload_) uploads_.in_flight.fetch_sub(1);
+    counting_upload_ = false;
   }
 
   beast::tcp_stream stream_;
@@ -317,8 +334,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::request_parser<http::file_body>> file_parser_;
   std::filesystem::path spool_;  ///< the upload being received, removed once answered
+  bool counting_upload_ = false;  ///< this session holds one of the upload slots
   Api& api_;
   const ServerOptions& options_;
+  Uploads& uploads_;
   bool keep_alive_ = false;
   unsigned version_ = 11;
   size_t body_limit_ = 0;  ///< the limit of the request being read
@@ -332,13 +351,14 @@ struct HttpServer::Impl {
 
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-      if (!ec) std::make_shared<Session>(std::move(socket), api, options)->run();
+      if (!ec) std::make_shared<Session>(std::move(socket), api, options, uploads)->run();
       if (acceptor.is_open()) accept();
     });
   }
 
   ServerOptions options;
   Api& api;
+  Uploads uploads;
   net::io_context ioc;
   tcp::acceptor acceptor;
   std::vector<std::thread> threads;

@@ -22,6 +22,7 @@ struct ServerOptions {
   /// Where upload bodies are received (a file each, removed once answered);
   /// empty: uploads are read into memory like other bodies.
   std::filesystem::path spool_dir;
+  int max_uploads = 4;  ///< uploads received at once; more get 503
   int io_threads = 2;
   std::chrono::milliseconds read_timeout{30000};  ///< a client that sends nothing is dropped after this
 };

@@ -295,5 +295,34 @@ TEST_F(ServerFixture, StoresStayWithinTheirCapsUnderUse) {
   EXPECT_GT(get("/api/health").json["caches"]["run_output_store"]["bytes"].get<int64_t>(), 64 << 10);  // no byte cap
 }
 
+TEST_F(ServerFixture, UploadsAreReceivedAFewAtATime) {
+  // One upload still arriving holds the only slot: another gets 503; once its
+  // client goes away the slot and its spool file are freed.
+  net::io_context ioc;
+  tcp::socket slow(ioc);
+  slow.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
+  const std::string head = "POST /api/models/upload HTTP/1.1\r\nHost: " + host() +
+                           "\r\nX-CodefyUI-Token: test-token\r\nContent-Type: " + kForm.begin()->second +
+                           "\r\nContent-Length: 100000\r\n\r\n--XyZ\r\n";
+  net::write(slow, net::buffer(head));
+  bool spooling = false;  // wait until the server has taken it in
+  for (int i = 0; i < 200 && !spooling; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    spooling = fs::exists(dir_.path() / ".uploads") && !fs::is_empty(dir_.path() / ".uploads");
+  }
+  ASSERT_TRUE(spooling);
+  const Reply busy = request(http::verb::post, "/api/models/upload", form("w.pt", "x"), kForm);
+  EXPECT_EQ(busy.status, 503) << busy.body;
+  EXPECT_EQ(get("/api/models").status, 200);  // everything else is served meanwhile
+  slow.close();
+  bool freed = false;
+  for (int i = 0; i < 200 && !freed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    freed = fs::is_empty(dir_.path() / ".uploads");
+  }
+  EXPECT_TRUE(freed);
+  EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("w.pt", "x"), kForm).status, 200);
+}
+
 }  // namespace
 }  // namespace codefy::server

@@ -54,6 +54,7 @@ class ServerFixture : public ::testing::Test {
     so.body_limit = 1 << 20;
     so.upload_limit = static_cast<size_t>(o.max_upload_bytes);
     so.spool_dir = dir_.path() / ".uploads";
+    so.max_uploads = 1;  // one at a time, so the cap can be shown
     so.read_timeout = std::chrono::milliseconds(1500);
     server_ = std::make_unique<HttpServer>(so, *api_);
     port_ = server_->start();
