@@ -84,6 +84,18 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+/// The files, sorted, each with its parsed JSON; unreadable ones are skipped, as CodefyUI does.
+std::vector<std::pair<fs::path, nlohmann::json>> read_json_files(std::vector<fs::path> files) {
+  std::sort(files.begin(), files.end());
+  std::vector<std::pair<fs::path, nlohmann::json>> out;
+  for (auto& f : files) {
+    std::ifstream in(f);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_discarded()) out.emplace_back(std::move(f), std::move(j));
+  }
+  return out;
+}
+
 nlohmann::json outputs_json(const RunResult& result) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [id, outputs] : result.outputs) {
@@ -306,13 +318,10 @@ Response Api::examples_list() const {
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(options_.examples_dir))
     if (e.is_regular_file() && e.path().filename() == "graph.json") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
+  for (const auto& [f, j] : read_json_files(std::move(files))) {
+    const std::string rel = fs::relative(f.parent_path(), options_.examples_dir).generic_string();
+    const size_t slash = rel.find('/');
     try {
-      std::ifstream in(f);
-      const auto j = nlohmann::json::parse(in);
-      const std::string rel = fs::relative(f.parent_path(), options_.examples_dir).generic_string();
-      const size_t slash = rel.find('/');
       list.push_back({{"name", j.value("name", rel)},
                       {"description", j.value("description", "")},
                       {"category", slash == std::string::npos ? "Other" : rel.substr(0, slash)},
@@ -320,7 +329,7 @@ Response Api::examples_list() const {
                       {"source", "builtin"},
                       {"node_count", j.contains("nodes") ? j["nodes"].size() : 0},
                       {"edge_count", j.contains("edges") ? j["edges"].size() : 0}});
-    } catch (const std::exception&) {  // unreadable examples are skipped, as CodefyUI does
+    } catch (const nlohmann::json::exception&) {  // not a graph (an array, a number for a name): skipped
     }
   }
   return Response::json(200, list);
@@ -346,17 +355,13 @@ Response Api::graph_file_route(const Request& r, const std::string& action) {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(graphs_dir()))
       if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
-      try {
-        std::ifstream in(f);
-        const auto j = nlohmann::json::parse(in);
-        const auto mtime = fs::last_write_time(f).time_since_epoch();
-        list.push_back({{"name", j.is_object() ? j.value("name", f.stem().string()) : f.stem().string()},
-                        {"file", f.stem().string()},
-                        {"modified", std::chrono::duration<double>(mtime).count()}});
-      } catch (const std::exception&) {  // unreadable files are skipped, as CodefyUI does
-      }
+    for (const auto& [f, j] : read_json_files(std::move(files))) {
+      std::error_code ec;
+      const auto mtime = fs::last_write_time(f, ec).time_since_epoch();
+      const auto name = j.is_object() ? j.find("name") : j.end();
+      list.push_back({{"name", name != j.end() && name->is_string() ? name->get<std::string>() : f.stem().string()},
+                      {"file", f.stem().string()},
+                      {"modified", std::chrono::duration<double>(mtime).count()}});
     }
     return Response::json(200, list);
   }

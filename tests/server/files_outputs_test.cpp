@@ -324,5 +324,17 @@ TEST_F(ServerFixture, UploadsAreReceivedAFewAtATime) {
   EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("w.pt", "x"), kForm).status, 200);
 }
 
+TEST_F(ServerFixture, GraphListSkipsUnreadableFilesAndNamesOddOnesByFile) {
+  testing::write_file(dir_.path() / "graphs/broken.json", "{not json");
+  testing::write_file(dir_.path() / "graphs/numbered.json", R"({"name": 5, "nodes": [], "edges": []})");
+  testing::write_file(dir_.path() / "graphs/good.json", R"({"name": "Good one", "nodes": [], "edges": []})");
+  const Reply list = get("/api/graph/list");
+  ASSERT_EQ(list.status, 200) << list.body;
+  ASSERT_EQ(list.json.size(), 2u) << list.body;  // broken.json is skipped
+  EXPECT_EQ(list.json[0]["name"], "Good one");
+  EXPECT_EQ(list.json[1]["file"], "numbered");
+  EXPECT_EQ(list.json[1]["name"], "numbered");  // a name that is not text: the file's
+}
+
 }  // namespace
 }  // namespace codefy::server
