@@ -19,6 +19,7 @@
 #include <map>
 #include <pthread.h>
 #include <random>
+#include <sstream>
 #include <thread>
 
 namespace codefy::cli {
@@ -259,6 +260,14 @@ int serve(const ServeCommand& cmd) {
     char hex[65];
     for (int i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
     options.token = hex;
+    // For scripts on this machine, as CodefyUI's session.token: owner-only, new at every start.
+    const auto token_file = std::filesystem::path(cmd.data_dir) / "session.token";
+    util::write_file_atomic(token_file, options.token, 0600);
+    if (const char* extra = std::getenv("CODEFYUI_EXTRA_ALLOWED_HOSTS"); extra && *extra) {
+      std::stringstream hosts(extra);  // more Host values to accept, e.g. a name this machine is reached by
+      for (std::string h; std::getline(hosts, h, ',');)
+        if (!h.empty()) options.allowed_hosts.push_back(h);
+    }
     if (const char* max = std::getenv("CODEFYUI_MAX_UPLOAD_SIZE"); max && *max) options.max_upload_bytes = std::stoll(max);
     server::Api api(options, NodeRegistry::builtin());
     server::ServerOptions so;
@@ -270,6 +279,7 @@ int serve(const ServeCommand& cmd) {
     const uint16_t port = http.start();
     std::printf("Codefy serving on http://%s:%u (data in %s; Ctrl-C stops)\n", cmd.host.c_str(), port,
                 std::filesystem::absolute(cmd.data_dir).string().c_str());
+    std::printf("  session token in %s (send it as X-CodefyUI-Token)\n", token_file.string().c_str());
     for (const auto& w : options.workers) {
       std::string devices;
       for (const auto& d : w.devices)

@@ -36,7 +36,7 @@ bool write_all(int fd, const char* data, size_t size) {
 /// Writes a temp file next to `path` (its content from `fill`, which returns
 /// "" or what failed) and renames it over `path`, so readers (and a crash) see
 /// either the old file or the complete new one.
-void write_atomically(const fs::path& path, const std::function<std::string(int fd)>& fill) {
+void write_atomically(const fs::path& path, const std::function<std::string(int fd)>& fill, mode_t mode = 0666) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
@@ -46,7 +46,7 @@ void write_atomically(const fs::path& path, const std::function<std::string(int 
   // Unique per process and call, matching the "*.tmp.*" ignore pattern.
   const fs::path temp = dir / (path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
                                std::to_string(temp_counter.fetch_add(1)));
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
     throw std::runtime_error("cannot write " + path.string() + ": creating " + temp.string() + " failed: " +
                              std::strerror(errno));
@@ -76,10 +76,14 @@ void write_atomically(const fs::path& path, const std::function<std::string(int 
 
 }  // namespace
 
-void write_file_atomic(const fs::path& path, std::string_view bytes) {
-  write_atomically(path, [bytes](int fd) {
-    return write_all(fd, bytes.data(), bytes.size()) ? std::string() : std::string("write failed: ") + std::strerror(errno);
-  });
+void write_file_atomic(const fs::path& path, std::string_view bytes, unsigned mode) {
+  write_atomically(
+      path,
+      [bytes](int fd) {
+        return write_all(fd, bytes.data(), bytes.size()) ? std::string()
+                                                         : std::string("write failed: ") + std::strerror(errno);
+      },
+      static_cast<mode_t>(mode));
 }
 
 void copy_file_range_atomic(const fs::path& path, const fs::path& source, uint64_t offset, uint64_t size) {

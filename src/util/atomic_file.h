@@ -12,7 +12,8 @@ namespace codefy::util {
 /// (fsync, then rename), so readers and a crash see the old file or the
 /// complete new one. Creates missing parent folders. On failure the old file
 /// stays, the temporary is removed, and std::runtime_error names the path.
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes);
+/// `mode` is the new file's permission bits (before the umask): 0600 for secrets.
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, unsigned mode = 0666);
 
 /// As write_file_atomic, with `size` bytes of `source` from `offset` (read in
 /// pieces: a large upload spooled to disk never passes through memory whole).

@@ -248,6 +248,12 @@ TEST(Cli, ServeTakesWorkersAndBudgetsFromFlagsAndAConfigFile) {
                                     "LC_ALL=C timeout --foreground --preserve-status -s TERM 3");
   EXPECT_EQ(served.exit_code, 0) << served.output;
   EXPECT_NE(served.output.find("worker main: cpu (budget 256 MB)"), std::string::npos) << served.output;
+  // The session token for scripts: owner-only, 64 hex digits.
+  const auto token = dir / "data/session.token";
+  ASSERT_TRUE(std::filesystem::exists(token));
+  EXPECT_EQ(std::filesystem::status(token).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(codefy::testing::read_file(token).size(), 64u);
 
   const auto bad_worker = run_codefy("serve" + data + " --worker gpus=cuda:9");
   EXPECT_NE(bad_worker.exit_code, 0);
