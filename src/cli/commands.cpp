@@ -9,6 +9,7 @@
 #include "server/api.h"
 #include "server/http_server.h"
 #include "util/atomic_file.h"
+#include "util/parse.h"
 
 #include <boost/beast/core/detail/base64.hpp>
 
@@ -240,15 +241,9 @@ int serve(const ServeCommand& cmd) {
     worker_specs.insert(worker_specs.end(), cmd.workers.begin(), cmd.workers.end());
     for (const auto& b : cmd.budgets) {
       const size_t eq = b.find('=');
-      size_t used = 0;
-      int64_t mb = 0;
-      try {
-        mb = eq == std::string::npos ? 0 : std::stoll(b.substr(eq + 1), &used);
-      } catch (const std::exception&) {
-      }
-      if (eq == std::string::npos || used == 0 || eq + 1 + used != b.size())
-        throw std::invalid_argument("--device-budget-mb \"" + b + "\": expected DEVICE=MB, e.g. cuda:0=20000");
-      budget_mb[b.substr(0, eq)] = mb;
+      const auto mb = eq == std::string::npos ? std::nullopt : util::parse_int(std::string_view(b).substr(eq + 1));
+      if (!mb) throw std::invalid_argument("--device-budget-mb \"" + b + "\": expected DEVICE=MB, e.g. cuda:0=20000");
+      budget_mb[b.substr(0, eq)] = *mb;
     }
     options.workers = server::make_workers(worker_specs, available);
     for (const auto& [device, mb] : budget_mb) {
@@ -268,7 +263,8 @@ int serve(const ServeCommand& cmd) {
       for (std::string h; std::getline(hosts, h, ',');)
         if (!h.empty()) options.allowed_hosts.push_back(h);
     }
-    if (const char* max = std::getenv("CODEFYUI_MAX_UPLOAD_SIZE"); max && *max) options.max_upload_bytes = std::stoll(max);
+    options.max_upload_bytes = util::env_count("CODEFYUI_MAX_UPLOAD_SIZE", "a whole number of bytes")
+                                   .value_or(options.max_upload_bytes);
     server::Api api(options, NodeRegistry::builtin());
     server::ServerOptions so;
     so.upload_limit = static_cast<size_t>(options.max_upload_bytes);

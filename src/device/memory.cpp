@@ -1,4 +1,5 @@
 #include "device/memory.h"
+#include "util/parse.h"
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
@@ -117,14 +118,7 @@ void reset_cpu_peak() { counting()->reset_peak(); }
 void set_cpu_budget(int64_t bytes) { counting()->set_budget(bytes < 0 ? 0 : bytes); }
 
 int64_t cpu_budget_from_env() {
-  const char* env = std::getenv("CODEFYUI_CPU_MEMORY_BUDGET_MB");
-  if (!env || !*env) return 0;
-  char* end = nullptr;
-  const long long mb = std::strtoll(env, &end, 10);
-  if (*end != '\0' || mb < 0)
-    throw std::invalid_argument(std::string("CODEFYUI_CPU_MEMORY_BUDGET_MB must be a whole number of MB, got \"") +
-                                env + "\"");
-  return static_cast<int64_t>(mb) << 20;
+  return util::env_count("CODEFYUI_CPU_MEMORY_BUDGET_MB", "a whole number of MB").value_or(0) << 20;
 }
 
 MemoryReading read_memory(c10::Device device) {

@@ -127,11 +127,7 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
     }
     keys[id] = cached ? key : std::string();  // a mutable module makes its dependants uncacheable
     if (reused) {
-      if (settings.observer) {
-        nlohmann::json summary = nlohmann::json::object();
-        for (const auto& [port, value] : *reused) summary[port] = summarize(value);
-        settings.observer->on_node_exit(ref, NodeStatus::kCached, summary);
-      }
+      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCached, summarize(*reused));
       result.outputs[id] = std::move(*reused);
       continue;
     }
@@ -167,11 +163,7 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
     try {
       ctx.emplace(ref, type->def, params, std::move(inputs), settings);
       ValueMap outputs = type->execute(*ctx);
-      if (settings.observer) {
-        nlohmann::json summary = nlohmann::json::object();
-        for (const auto& [port, value] : outputs) summary[port] = summarize(value);
-        settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summary);
-      }
+      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summarize(outputs));
       if (!key.empty() && cached) settings.cache->put(key, outputs, value_bytes(outputs));
       if (!key.empty() && persistent)  // measured now, as built (R-MEM-3)
         settings.state_store->put(node_state_key(settings.state_scope, id), PersistedState{key, outputs},

@@ -119,6 +119,12 @@ class NodeContext {
   mutable std::vector<std::string> warnings_;
 };
 
+/// `path` as a node reads it: absolute stays, relative resolves against
+/// `base_dir` (the graph's folder) when there is one.
+std::filesystem::path resolve_path(const std::string& path, const std::filesystem::path& base_dir);
+/// "path|size|mtime" of a file, for Fingerprints; throws when it is missing.
+std::string file_stamp(const std::filesystem::path& file);
+
 /// What a node reads from outside the graph (a file's size and modification
 /// time), part of its cache key so an edited file is read again. Given the
 /// node's params (defaults filled) and the run's base folder; throws when it

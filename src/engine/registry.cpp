@@ -67,10 +67,19 @@ std::string NodeContext::param_string(const std::string& name) const {
   return v.get<std::string>();
 }
 
-std::filesystem::path NodeContext::resolve_path(const std::string& path) const {
+std::filesystem::path resolve_path(const std::string& path, const std::filesystem::path& base_dir) {
   std::filesystem::path p(path);
-  if (p.is_absolute() || run_.base_dir.empty()) return p.lexically_normal();
-  return (run_.base_dir / p).lexically_normal();
+  if (p.is_absolute() || base_dir.empty()) return p.lexically_normal();
+  return (base_dir / p).lexically_normal();
+}
+
+std::string file_stamp(const std::filesystem::path& file) {
+  const auto mtime = std::filesystem::last_write_time(file).time_since_epoch().count();  // throws when missing
+  return file.string() + '|' + std::to_string(std::filesystem::file_size(file)) + '|' + std::to_string(mtime);
+}
+
+std::filesystem::path NodeContext::resolve_path(const std::string& path) const {
+  return codefy::resolve_path(path, run_.base_dir);
 }
 
 std::filesystem::path NodeContext::param_path(const std::string& name) const {
@@ -219,13 +228,7 @@ graph::ParamDef device(std::string description) {
 Fingerprint files_fingerprint(std::vector<std::string> path_params) {
   return [names = std::move(path_params)](const nlohmann::json& params, const std::filesystem::path& base_dir) {
     std::string fp;
-    for (const auto& name : names) {
-      std::filesystem::path p(params.at(name).get<std::string>());
-      if (!p.is_absolute() && !base_dir.empty()) p = base_dir / p;
-      const auto mtime = std::filesystem::last_write_time(p).time_since_epoch().count();  // throws when missing
-      fp += p.lexically_normal().string() + '|' + std::to_string(std::filesystem::file_size(p)) + '|' +
-            std::to_string(mtime) + ';';
-    }
+    for (const auto& name : names) fp += file_stamp(resolve_path(params.at(name).get<std::string>(), base_dir)) + ';';
     return fp;
   };
 }

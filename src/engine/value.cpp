@@ -86,6 +86,12 @@ nlohmann::json summarize(const Value& v) {
       v);
 }
 
+nlohmann::json summarize(const ValueMap& values) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [port, value] : values) j[port] = summarize(value);
+  return j;
+}
+
 std::string to_display_string(const Value& v) {
   if (const auto* t = std::get_if<torch::Tensor>(&v)) {
     if (!t->defined()) return "tensor(undefined)";

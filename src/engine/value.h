@@ -38,6 +38,8 @@ const char* value_kind(const Value& v);
 /// A small JSON summary for events and `--json` output (shape and dtype of a
 /// tensor, parameter count of a model, the value of a scalar...), never the data.
 nlohmann::json summarize(const Value& v);
+/// summarize() of each port: {port: summary}.
+nlohmann::json summarize(const ValueMap& values);
 
 /// Adds the bytes a value holds to `counter` (R-MEM-2): tensors by storage,
 /// each storage once; models by parameters and buffers; datasets and loaders

@@ -41,15 +41,12 @@ void register_data_nodes(NodeRegistry& r) {
     // Cacheable: a dataset is read-only once loaded; its files' sizes and
     // times are part of the key, so replaced files are read again.
     auto fingerprint = [](const nlohmann::json& params, const std::filesystem::path& base_dir) {
-      std::filesystem::path dir(params.at("data_dir").get<std::string>());
-      if (!dir.is_absolute() && !base_dir.empty()) dir = base_dir / dir;
-      dir /= params.at("name").get<std::string>();
+      const auto dir =
+          resolve_path(params.at("data_dir").get<std::string>(), base_dir) / params.at("name").get<std::string>();
       if (!std::filesystem::is_directory(dir)) return std::string("packaged");  // Debian's copy does not change
       std::vector<std::string> entries;
       for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-        if (e.is_regular_file())
-          entries.push_back(e.path().string() + '|' + std::to_string(e.file_size()) + '|' +
-                            std::to_string(e.last_write_time().time_since_epoch().count()));
+        if (e.is_regular_file()) entries.push_back(file_stamp(e.path()));
       std::sort(entries.begin(), entries.end());
       std::string fp;
       for (const auto& x : entries) fp += x + ';';

@@ -7,6 +7,8 @@
 // the forward pass evaluates the nodes in Kahn topological order.
 #include "nodes/layers.h"
 
+#include "util/parse.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -638,16 +640,12 @@ Built build_reshape(const Params& p) {
     std::stringstream in(v->get<std::string>());
     std::string part;
     while (std::getline(in, part, ',')) {
-      size_t used = 0;
-      int64_t size = 0;
-      try {
-        size = std::stoll(part, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || part.find_first_not_of(" \t", used) != std::string::npos)
-        p.fail("shape", "\"" + part + "\" in " + v->dump() + " is not a whole number; expected " + what);
-      shape.push_back(size);
+      const size_t first = part.find_first_not_of(" \t");
+      const size_t last = part.find_last_not_of(" \t");
+      const auto size = first == std::string::npos ? std::nullopt
+                                                   : util::parse_int(std::string_view(part).substr(first, last + 1 - first));
+      if (!size) p.fail("shape", "\"" + part + "\" in " + v->dump() + " is not a whole number; expected " + what);
+      shape.push_back(*size);
     }
   } else if (v->is_array()) {
     for (const auto& e : *v) {

@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "graph/validate.h"
 #include "util/atomic_file.h"
+#include "util/parse.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -719,14 +720,10 @@ Response Api::outputs_route(const Request& r, const std::vector<std::string>& pa
     return Response::error(404, "output '" + node_id + "." + port + "' not found in run '" + run_id + "'");
   int64_t max_elements = 4096;
   if (auto m = r.query.find("max_elements"); m != r.query.end()) {
-    size_t used = 0;
-    try {
-      max_elements = std::stoll(m->second, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != m->second.size() || max_elements < 1 || max_elements > 1000000)
+    const auto v = util::parse_int(m->second);
+    if (!v || *v < 1 || *v > 1000000)
       return Response::error(422, "max_elements must be a whole number from 1 to 1000000");
+    max_elements = *v;
   }
   const auto slice = r.query.find("slice");
   nlohmann::json j = output_values(value->second, slice == r.query.end() ? "" : slice->second, max_elements);

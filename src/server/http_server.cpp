@@ -186,16 +186,16 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec) return close();  // end of stream, timeout, reset, or not HTTP at all
     version_ = header_parser_->get().version();
-    const std::string_view target(header_parser_->get().target().data(), header_parser_->get().target().size());
-    upload_ = target.substr(0, target.find('?')) == "/api/models/upload";
+    beast::error_code ep_ec;
+    const auto remote = stream_.socket().remote_endpoint(ep_ec);
+    request_ = to_request(header_parser_->get().base(), !ep_ec && remote.address().is_loopback());
+    upload_ = request_.path == "/api/models/upload";
     body_limit_ = upload_ ? options_.upload_limit + (64u << 10)  // CodefyUI's multipart envelope allowance
                          : options_.body_limit;
     // Host and token before the body, as CodefyUI: a request that may not
     // come in is never read, spooled or answered 413.
     if (!websocket::is_upgrade(header_parser_->get())) {
-      beast::error_code ep_ec;
-      const auto remote = stream_.socket().remote_endpoint(ep_ec);
-      if (auto denied = api_.check_access(to_request(header_parser_->get().base(), !ep_ec && remote.address().is_loopback()))) {
+      if (auto denied = api_.check_access(request_)) {
         keep_alive_ = false;
         return write(std::move(*denied));
       }
@@ -253,25 +253,20 @@ class Session : public std::enable_shared_from_this<Session> {
       return write(Response::error(413, "request body over the limit of " + std::to_string(body_limit_) + " bytes"));
     }
     if (ec) return close();
-    const http::request_header<>& header = file_parser_ ? file_parser_->get().base() : parser_->get().base();
     keep_alive_ = file_parser_ ? file_parser_->keep_alive() : parser_->keep_alive();
-    version_ = header.version();
-    beast::error_code ep_ec;
-    const auto remote = stream_.socket().remote_endpoint(ep_ec);
-    Request request = to_request(header, !ep_ec && remote.address().is_loopback());
     if (file_parser_) {
       file_parser_->get().body().close();
-      request.body_file = spool_;
+      request_.body_file = spool_;
     } else {
-      request.body = std::move(parser_->get().body());
+      request_.body = std::move(parser_->get().body());
     }
-    if (!file_parser_ && websocket::is_upgrade(parser_->get()) && request.path == "/ws/execution") {
+    if (!file_parser_ && websocket::is_upgrade(parser_->get()) && request_.path == "/ws/execution") {
       stream_.expires_never();  // the websocket stream keeps its own timeouts
-      return std::make_shared<WsSession>(stream_.release_socket(), api_, options_)->run(parser_->release(), request);
+      return std::make_shared<WsSession>(stream_.release_socket(), api_, options_)->run(parser_->release(), request_);
     }
     stream_.expires_never();  // a run may take long: the answer comes when it ends
     auto self = shared_from_this();
-    api_.handle(request, [self](Response response) {
+    api_.handle(request_, [self](Response response) {
       net::post(self->stream_.get_executor(),
                 [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
     });
@@ -333,6 +328,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::request_parser<http::file_body>> file_parser_;
+  Request request_;              ///< the request being read: built from its header, then given its body
   std::filesystem::path spool_;  ///< the upload being received, removed once answered
   bool counting_upload_ = false;  ///< this session holds one of the upload slots
   Api& api_;

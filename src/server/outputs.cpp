@@ -1,5 +1,7 @@
 #include "server/outputs.h"
 
+#include "util/parse.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -25,17 +27,12 @@ std::string torch_dtype_name(c10::ScalarType t) {
   }
 }
 
-c10::optional<int64_t> parse_int(const std::string& s, const std::string& piece) {
+/// One number of a slice piece: blank is "none"; anything else must be whole.
+c10::optional<int64_t> slice_number(const std::string& s, const std::string& piece) {
   if (s.empty()) return c10::nullopt;
-  size_t used = 0;
-  int64_t v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != s.size()) throw HttpError(400, "invalid slice: bad slice piece: '" + piece + "'");
-  return v;
+  const auto v = util::parse_int(s);
+  if (!v) throw HttpError(400, "invalid slice: bad slice piece: '" + piece + "'");
+  return *v;
 }
 
 std::string trim(const std::string& s) {
@@ -62,12 +59,12 @@ std::vector<torch::indexing::TensorIndex> parse_slice(const std::string& text) {
     while (std::getline(p, part, ':')) parts.push_back(trim(part));
     if (!piece.empty() && piece.back() == ':') parts.push_back("");
     if (parts.size() == 1) {
-      index.emplace_back(*parse_int(parts[0], piece));
+      index.emplace_back(*slice_number(parts[0], piece));
       continue;
     }
     if (parts.size() > 3) throw HttpError(400, "invalid slice: bad slice piece: '" + piece + "'");
-    const auto start = parse_int(parts[0], piece), stop = parse_int(parts[1], piece);
-    const auto step = parts.size() == 3 ? parse_int(parts[2], piece) : c10::nullopt;
+    const auto start = slice_number(parts[0], piece), stop = slice_number(parts[1], piece);
+    const auto step = parts.size() == 3 ? slice_number(parts[2], piece) : c10::nullopt;
     if (step && *step <= 0) throw HttpError(400, "slice failed: slice step must be positive");
     // c10::optional<int64_t> converts to 2.x's optional<SymInt> too.
     index.emplace_back(Slice(c10::optional<int64_t>(start), c10::optional<int64_t>(stop), c10::optional<int64_t>(step)));

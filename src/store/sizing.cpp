@@ -1,5 +1,6 @@
 #include "store/sizing.h"
 #include "store/lru.h"
+#include "util/parse.h"
 
 #include <torch/nn/module.h>
 
@@ -25,14 +26,8 @@ void StorageCounter::add(const torch::nn::Module& m) {
 namespace {
 
 StoreLimits with_env(StoreLimits limits, const char* name) {
-  const char* env = std::getenv(name);
-  if (!env || !*env) return limits;
-  char* end = nullptr;
-  const long long mb = std::strtoll(env, &end, 10);
-  if (*end != '\0' || mb < 0)
-    throw std::invalid_argument(std::string(name) + " must be a whole number of MB (0 turns the byte cap off), got \"" +
-                                env + "\"");
-  limits.max_bytes = static_cast<int64_t>(mb) << 20;
+  if (const auto mb = util::env_count(name, "a whole number of MB (0 turns the byte cap off)"))
+    limits.max_bytes = *mb << 20;
   return limits;
 }
 

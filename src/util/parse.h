@@ -1,0 +1,34 @@
+// Whole numbers from text the user wrote: query strings, flags, environment
+// variables, layer specs. One parser, so they all accept the same things.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace codefy::util {
+
+/// `text` as a whole number ("12", "-3", "+7"); nullopt unless all of it is one.
+inline std::optional<int64_t> parse_int(std::string_view text) {
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);  // from_chars rejects an explicit plus
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+/// The environment variable `name` as a whole number >= 0; nullopt when unset
+/// or empty. Throws std::invalid_argument naming it ("must be <what>") otherwise.
+inline std::optional<int64_t> env_count(const char* name, const std::string& what) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return std::nullopt;
+  const auto v = parse_int(env);
+  if (!v || *v < 0) throw std::invalid_argument(std::string(name) + " must be " + what + ", got \"" + env + "\"");
+  return v;
+}
+
+}  // namespace codefy::util
