@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds Codefy (Release-like -O2) into ./build. Incremental.
+# Configures and builds Codefy (Release, -O2) into ./build. Incremental.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --parallel "$(nproc)"

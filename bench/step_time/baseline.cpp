@@ -6,9 +6,9 @@
 //
 // Links only LibTorch (not Codefy), so nothing of Codefy's can help or hurt it.
 #include <ATen/autocast_mode.h>
+#include <torch/torch.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
       loss_sum += loss.item<double>();
       if ((b + 1) % accumulate == 0 || b + 1 == batches) {
         if (log_grad_norm)
-          grad_norm_sum += torch::nn::utils::clip_grad_norm_(model->parameters(), std::numeric_limits<double>::infinity());
+          grad_norm_sum +=
+              torch::nn::utils::clip_grad_norm_(model->parameters(), std::numeric_limits<double>::infinity());
         optimizer.step();
         optimizer.zero_grad();
       }

@@ -6,19 +6,19 @@
 #include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/validate.h"
+#include "nodes/library.h"
 #include "server/api.h"
 #include "server/http_server.h"
 #include "util/atomic_file.h"
 #include "util/parse.h"
+#include "util/text.h"
 
-#include <boost/beast/core/detail/base64.hpp>
-
+#include <pthread.h>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <pthread.h>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -33,14 +33,6 @@ CancellationToken& current_token() {
   return token;
 }
 
-std::string base64_decode(const std::string& in) {
-  namespace b64 = boost::beast::detail::base64;
-  std::string out(b64::decoded_size(in.size()), '\0');
-  auto r = b64::decode(out.data(), in.data(), in.size());
-  out.resize(r.first);
-  return out;
-}
-
 /// Writes what a reader wants to keep from a run: Visualize pictures as PNG files.
 void write_artifacts(const PreparedGraph& prepared, const RunResult& result, const std::string& out_dir,
                      Printer& printer) {
@@ -53,7 +45,7 @@ void write_artifacts(const PreparedGraph& prepared, const RunResult& result, con
     if (!b64) continue;
     std::filesystem::create_directories(out_dir);
     const auto path = std::filesystem::path(out_dir) / (id + ".png");
-    util::write_file_atomic(path, base64_decode(*b64));
+    util::write_file_atomic(path, util::base64_decode(*b64));
     if (printer.mode() == Printer::Mode::kJson)
       printer.emit_json({{"event", "artifact"}, {"node_id", id}, {"path", path.string()}});
     else
@@ -113,9 +105,11 @@ void install_signal_handling() {
 int validate_graph(const std::string& path, bool json) {
   try {
     graph::Graph g = graph::load_graph_file(path);
-    prepare(g, NodeRegistry::builtin());
-    if (json) std::printf("%s\n", nlohmann::json{{"valid", true}, {"issues", nlohmann::json::array()}}.dump().c_str());
-    else std::printf("%s: valid\n", path.c_str());
+    prepare(g, nodes::builtin());
+    if (json)
+      std::printf("%s\n", nlohmann::json{{"valid", true}, {"issues", nlohmann::json::array()}}.dump().c_str());
+    else
+      std::printf("%s: valid\n", path.c_str());
     return kExitOk;
   } catch (const graph::ValidationError& e) {
     if (json) {
@@ -124,8 +118,10 @@ int validate_graph(const std::string& path, bool json) {
       std::fprintf(stderr, "%s\n", e.what());
     }
   } catch (const graph::GraphFormatError& e) {
-    if (json) std::printf("%s\n", nlohmann::json{{"valid", false}, {"error", e.what()}}.dump().c_str());
-    else std::fprintf(stderr, "error: %s\n", e.what());
+    if (json)
+      std::printf("%s\n", nlohmann::json{{"valid", false}, {"error", e.what()}}.dump().c_str());
+    else
+      std::fprintf(stderr, "error: %s\n", e.what());
   }
   return kExitInvalidGraph;
 }
@@ -145,7 +141,7 @@ int run_graph(const RunCommand& cmd) {
 
   PreparedGraph prepared;
   try {
-    prepared = prepare(graph::load_graph_file(cmd.graph_path), NodeRegistry::builtin());
+    prepared = prepare(graph::load_graph_file(cmd.graph_path), nodes::builtin());
   } catch (const graph::GraphFormatError& e) {
     return report_error("invalid_graph", e.what(), {}, kExitInvalidGraph);
   } catch (const graph::ValidationError& e) {
@@ -161,8 +157,12 @@ int run_graph(const RunCommand& cmd) {
   const int threads = device::configure_threads(cmd.threads);
   const auto blas = device::blas_info();
   if (cmd.json) {
-    printer.emit_json({{"event", "execution_start"}, {"graph", prepared.graph.name}, {"nodes", prepared.plan.order},
-                       {"seed", cmd.seed}, {"threads", threads}, {"blas", blas.name}});
+    printer.emit_json({{"event", "execution_start"},
+                       {"graph", prepared.graph.name},
+                       {"nodes", prepared.plan.order},
+                       {"seed", cmd.seed},
+                       {"threads", threads},
+                       {"blas", blas.name}});
   } else {
     std::printf("Running \"%s\" (%zu nodes, seed %llu, %d threads, %s)\n", prepared.graph.name.c_str(),
                 prepared.plan.order.size(), static_cast<unsigned long long>(cmd.seed), threads, blas.name.c_str());
@@ -173,11 +173,14 @@ int run_graph(const RunCommand& cmd) {
 
   RunSettings settings;
   settings.seed = cmd.seed;
-  if (!cmd.device.empty()) {  // parsed once here, so nodes get a device LibTorch accepts (R-DEV-5)
-    const auto choice = device::resolve_device(cmd.device, device::DeviceSource{prepared.graph.name, "", "", "--device"});
+  if (!cmd.device.empty()) {  // parsed once here, so nodes get a device LibTorch accepts
+    const auto choice =
+        device::resolve_device(cmd.device, device::DeviceSource{prepared.graph.name, "", "", "--device"});
     for (const auto& w : choice.warnings) {
-      if (cmd.json) printer.emit_json({{"event", "warning"}, {"message", w}});
-      else std::fprintf(stderr, "warning: %s\n", w.c_str());
+      if (cmd.json)
+        printer.emit_json({{"event", "warning"}, {"message", w}});
+      else
+        std::fprintf(stderr, "warning: %s\n", w.c_str());
     }
     settings.device = choice.device.str();
   }
@@ -185,20 +188,25 @@ int run_graph(const RunCommand& cmd) {
   settings.cancel = current_token();
   settings.observer = &printer;
   try {
-    RunResult result = Executor(NodeRegistry::builtin()).run(prepared, settings);
+    RunResult result = Executor(nodes::builtin()).run(prepared, settings);
     write_artifacts(prepared, result, cmd.out_dir, printer);
     const auto results = results_json(prepared, result);
     if (cmd.json) {
-      printer.emit_json({{"event", "execution_complete"}, {"status", "ok"}, {"seconds", result.seconds},
-                         {"results", results}, {"peak_cpu_bytes", result.peak_cpu_bytes}});
+      printer.emit_json({{"event", "execution_complete"},
+                         {"status", "ok"},
+                         {"seconds", result.seconds},
+                         {"results", results},
+                         {"peak_cpu_bytes", result.peak_cpu_bytes}});
     } else {
       print_results(results);
       std::printf("Done in %.1f s\n", result.seconds);
     }
     return kExitOk;
   } catch (const Cancelled&) {
-    if (cmd.json) printer.emit_json({{"event", "execution_stopped"}, {"exit_code", kExitStopped}});
-    else std::fprintf(stderr, "stopped\n");
+    if (cmd.json)
+      printer.emit_json({{"event", "execution_stopped"}, {"exit_code", kExitStopped}});
+    else
+      std::fprintf(stderr, "stopped\n");
     return kExitStopped;
   } catch (const NodeOOMError& e) {
     return report_error("out_of_memory", e.what(),
@@ -263,9 +271,9 @@ int serve(const ServeCommand& cmd) {
       for (std::string h; std::getline(hosts, h, ',');)
         if (!h.empty()) options.allowed_hosts.push_back(h);
     }
-    options.max_upload_bytes = util::env_count("CODEFYUI_MAX_UPLOAD_SIZE", "a whole number of bytes")
-                                   .value_or(options.max_upload_bytes);
-    server::Api api(options, NodeRegistry::builtin());
+    options.max_upload_bytes =
+        util::env_count("CODEFYUI_MAX_UPLOAD_SIZE", "a whole number of bytes").value_or(options.max_upload_bytes);
+    server::Api api(options, nodes::builtin());
     server::ServerOptions so;
     so.upload_limit = static_cast<size_t>(options.max_upload_bytes);
     so.spool_dir = std::filesystem::path(cmd.data_dir) / ".uploads";  // upload bodies land here, not in memory
@@ -279,7 +287,8 @@ int serve(const ServeCommand& cmd) {
     for (const auto& w : options.workers) {
       std::string devices;
       for (const auto& d : w.devices)
-        devices += (devices.empty() ? "" : ",") + d + (budget_mb.count(d) ? " (budget " + std::to_string(budget_mb[d]) + " MB)" : "");
+        devices += (devices.empty() ? "" : ",") + d +
+                   (budget_mb.count(d) ? " (budget " + std::to_string(budget_mb[d]) + " MB)" : "");
       std::printf("  worker %s: %s\n", w.name.c_str(), devices.c_str());
     }
     std::fflush(stdout);
@@ -295,7 +304,7 @@ int serve(const ServeCommand& cmd) {
 }
 
 int list_nodes(bool json) {
-  const auto types = NodeRegistry::builtin().list();
+  const auto types = nodes::builtin().list();
   if (json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto* t : types) a.push_back(graph::to_json(t->def));
@@ -321,8 +330,8 @@ int show_devices(bool json) {
     return kExitOk;
   }
   std::printf("LibTorch %s\n", r["libtorch"].get<std::string>().c_str());
-  std::printf("Threads  %d (usable CPUs %d; override with --threads or CODEFY_NUM_THREADS)\n",
-              r["threads"].get<int>(), r["usable_cpus"].get<int>());
+  std::printf("Threads  %d (usable CPUs %d; override with --threads or CODEFY_NUM_THREADS)\n", r["threads"].get<int>(),
+              r["usable_cpus"].get<int>());
   std::printf("BLAS     %s  %s\n", r["blas"]["name"].get<std::string>().c_str(),
               r["blas"]["path"].get<std::string>().c_str());
   if (!r["blas"]["config"].get<std::string>().empty())

@@ -21,9 +21,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Run seed: same seed and graph, same numbers");
   run_cmd->add_flag("--json", run.json, "One JSON event per line");
   run_cmd->add_option("--threads", run.threads, "LibTorch intra-op threads (default: usable CPUs)");
-  run_cmd->add_option("--memory-budget-mb", run.memory_budget_mb,
-                      "Refuse CPU tensor memory past this many MiB, as a full GPU would (default: "
-                      "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
+  run_cmd
+      ->add_option("--memory-budget-mb", run.memory_budget_mb,
+                   "Refuse CPU tensor memory past this many MiB, as a full GPU would (default: "
+                   "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--out", run.out_dir, "Folder for Visualize PNGs")->capture_default_str();
 
@@ -49,8 +50,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--device-budget-mb", serve_opts.budgets,
                         "DEVICE=MB: memory budget for a device (repeatable; cpu: the allocator's budget, cuda:N: "
                         "the caching allocator's memory fraction)");
-  serve_cmd->add_option("--config", serve_opts.config,
-                        "JSON file with \"workers\" {NAME: [DEVICE...]} and \"memory_budget_mb\" {DEVICE: MB}")
+  serve_cmd
+      ->add_option("--config", serve_opts.config,
+                   "JSON file with \"workers\" {NAME: [DEVICE...]} and \"memory_budget_mb\" {DEVICE: MB}")
       ->check(CLI::ExistingFile);
 
   bool devices_json = false;

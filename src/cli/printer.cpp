@@ -34,13 +34,20 @@ void Printer::on_node_entry(const NodeRef& node) {
 
 void Printer::on_node_exit(const NodeRef& node, NodeStatus status, const nlohmann::json& detail) {
   if (mode_ == Mode::kJson)
-    return emit_json({{"event", "node_status"}, {"node_id", node.id}, {"node_type", node.type},
-                      {"status", to_string(status)}, {"output_summary", detail}});
+    return emit_json({{"event", "node_status"},
+                      {"node_id", node.id},
+                      {"node_type", node.type},
+                      {"status", to_string(status)},
+                      {"output_summary", detail}});
   if (status == NodeStatus::kCompleted) return;
   std::lock_guard<std::mutex> lock(mutex_);
   end_bar();
-  const std::string error = detail.value("error", "");  // the first line; the whole report ends the run
-  std::fprintf(out_, "  %s %s: %s\n", node.id.c_str(), to_string(status), error.substr(0, error.find('\n')).c_str());
+  if (status == NodeStatus::kSkipped) {
+    std::fprintf(out_, "  %s (%s) skipped: an earlier node did not finish\n", node.id.c_str(), node.type.c_str());
+  } else {
+    const std::string error = detail.value("error", "");  // the first line; the whole report ends the run
+    std::fprintf(out_, "  %s %s: %s\n", node.id.c_str(), to_string(status), error.substr(0, error.find('\n')).c_str());
+  }
   std::fflush(out_);
 }
 
@@ -51,12 +58,11 @@ void Printer::on_progress(const NodeRef& node, const nlohmann::json& e) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (kind == "config") {
     const auto& c = e["config"];
-    std::fprintf(out_, "  training %s (%lld parameters) on %s: %lld epochs x %lld batches of %lld, %s, lr %g\n",
-                 c.value("model_class", "").c_str(), static_cast<long long>(c.value("params", 0)),
-                 c.value("device", "").c_str(), static_cast<long long>(c.value("epochs", 0)),
-                 static_cast<long long>(c.value("batches_per_epoch", 0)),
-                 static_cast<long long>(c.value("batch_size", 0)), c.value("optimizer", "").c_str(),
-                 c.value("lr", 0.0));
+    std::fprintf(
+        out_, "  training %s (%lld parameters) on %s: %lld epochs x %lld batches of %lld, %s, lr %g\n",
+        c.value("model_class", "").c_str(), static_cast<long long>(c.value("params", 0)), c.value("device", "").c_str(),
+        static_cast<long long>(c.value("epochs", 0)), static_cast<long long>(c.value("batches_per_epoch", 0)),
+        static_cast<long long>(c.value("batch_size", 0)), c.value("optimizer", "").c_str(), c.value("lr", 0.0));
   } else if (kind == "batch" && mode_ == Mode::kTerminal) {
     const long long b = e.value("batch", 0), n = e.value("total_batches", 1);
     const int width = 24;

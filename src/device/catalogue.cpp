@@ -24,8 +24,10 @@ std::vector<std::string> cuda_precisions(const CudaCard& c) {
 
 std::string cards_phrase(int count) {
   std::string s = "this machine has " + std::to_string(count) + (count == 1 ? " CUDA card (cuda:0)" : " CUDA cards (");
-  if (count == 2) s += "cuda:0, cuda:1)";
-  else if (count > 2) s += "cuda:0 to cuda:" + std::to_string(count - 1) + ")";
+  if (count == 2)
+    s += "cuda:0, cuda:1)";
+  else if (count > 2)
+    s += "cuda:0 to cuda:" + std::to_string(count - 1) + ")";
   return s;
 }
 
@@ -63,14 +65,14 @@ std::vector<DeviceEntry> device_catalogue(const DeviceProbe& probe) {
     std::vector<CudaCard> cards;
     for (int i = 0; i < count; ++i) cards.push_back(probe.cuda_card(i));
     const CudaCard& cur = cards[static_cast<size_t>(current)];
-    out.push_back({"cuda", "NVIDIA CUDA" + memory_suffix(cur), cur.name, cur.free_bytes, cur.total_bytes,
-                   cuda_precisions(cur)});
+    out.push_back(
+        {"cuda", "NVIDIA CUDA" + memory_suffix(cur), cur.name, cur.free_bytes, cur.total_bytes, cuda_precisions(cur)});
     if (count >= 2) {
       for (const auto& c : cards) {
         const std::string id = "cuda:" + std::to_string(c.index);
         out.push_back({id,
-                       "NVIDIA CUDA #" + std::to_string(c.index) + " · " + id +
-                           (c.name.empty() ? "" : " · " + c.name) + memory_suffix(c),
+                       "NVIDIA CUDA #" + std::to_string(c.index) + " · " + id + (c.name.empty() ? "" : " · " + c.name) +
+                           memory_suffix(c),
                        c.name, c.free_bytes, c.total_bytes, cuda_precisions(c)});
       }
     }
@@ -113,13 +115,16 @@ DeviceChoice resolve_device(const std::string& request, const DeviceProbe& probe
   };
 
   if (request.empty() || request == "auto") {
-    if (count > 0) c.device = current_cuda;
-    else if (probe.mps_available()) c.device = c10::Device(c10::kMPS);
+    if (count > 0)
+      c.device = current_cuda;
+    else if (probe.mps_available())
+      c.device = c10::Device(c10::kMPS);
     return c;
   }
   if (request == "cpu") return c;
   if (request == "mps") {
-    if (probe.mps_available()) c.device = c10::Device(c10::kMPS);
+    if (probe.mps_available())
+      c.device = c10::Device(c10::kMPS);
     else if (count > 0) {
       c.device = current_cuda;
       c.warnings.push_back(quoted + ": MPS is not available here; using " + current_cuda.str() +
@@ -146,9 +151,10 @@ DeviceChoice resolve_device(const std::string& request, const DeviceProbe& probe
     }
     return c;
   }
-  // Not a device string at all: never handed to LibTorch (R-DEV-5).
-  const std::string what = quoted + " is not a device string (expected auto, cpu, cuda, cuda:N or mps, lowercase, "
-                                    "without spaces)";
+  // Not a device string at all: never handed to LibTorch.
+  const std::string what = quoted +
+                           " is not a device string (expected auto, cpu, cuda, cuda:N or mps, lowercase, "
+                           "without spaces)";
   if (count > 0) {
     c.device = current_cuda;
     c.warnings.push_back(what + "; using " + current_cuda.str() + ", the current CUDA device (" + cards_phrase(count) +

@@ -1,5 +1,5 @@
-// The device catalogue (R-DEV-1, R-DEV-2) and the one parser for device
-// strings (R-DEV-4, R-DEV-5), both pure functions of a DeviceProbe.
+// The device catalogue and the one parser for device
+// strings, both pure functions of a DeviceProbe.
 #pragma once
 
 #include "device/probe.h"
@@ -12,12 +12,12 @@
 
 namespace codefy::device {
 
-/// One selectable device, in the order and with the labels of R-DEV-1.
+/// One selectable device, in the order and with the labels the editor shows.
 struct DeviceEntry {
   std::string device;  ///< what to put in a device param: "cpu", "cuda", "cuda:1", "mps"
   std::string label;   ///< "CPU", "NVIDIA CUDA · 70.2/79.6 GiB", "NVIDIA CUDA #1 · cuda:1 · <name> · ..."
   std::string name;    ///< the card's name, "" for CPU
-  std::optional<uint64_t> free_bytes;   ///< CPU: available RAM
+  std::optional<uint64_t> free_bytes;  ///< CPU: available RAM
   std::optional<uint64_t> total_bytes;
   std::vector<std::string> precisions;  ///< "fp32", "bf16", "fp16" as this device and LibTorch support them
 };

@@ -43,8 +43,8 @@ class CountingAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
   CpuMemoryStats stats() const {
-    return {live_.load(std::memory_order_relaxed), peak_.load(std::memory_order_relaxed),
-            allocations_.load(std::memory_order_relaxed), budget_.load(std::memory_order_relaxed),
+    return {live_.load(std::memory_order_relaxed),         peak_.load(std::memory_order_relaxed),
+            allocations_.load(std::memory_order_relaxed),  budget_.load(std::memory_order_relaxed),
             failure_live_.load(std::memory_order_relaxed), true};
   }
   void reset_peak() { peak_.store(live_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
@@ -180,10 +180,14 @@ void release_cached_memory(c10::Device device) {
 std::string format_bytes(int64_t bytes) {
   char buf[32];
   const double b = static_cast<double>(bytes);
-  if (bytes >= (1LL << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1LL << 30));
-  else if (bytes >= (1LL << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1LL << 20));
-  else if (bytes >= (1LL << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1LL << 10));
-  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  if (bytes >= (1LL << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1LL << 30));
+  else if (bytes >= (1LL << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1LL << 20));
+  else if (bytes >= (1LL << 10))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1LL << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
   return buf;
 }
 

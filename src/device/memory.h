@@ -12,12 +12,12 @@
 namespace codefy::device {
 
 struct CpuMemoryStats {
-  int64_t live_bytes = 0;     ///< CPU tensor storage alive now
-  int64_t peak_bytes = 0;     ///< highest live_bytes since the last reset_cpu_peak()
-  int64_t allocations = 0;    ///< allocations since install
-  int64_t budget_bytes = 0;   ///< 0 = no budget
+  int64_t live_bytes = 0;             ///< CPU tensor storage alive now
+  int64_t peak_bytes = 0;             ///< highest live_bytes since the last reset_cpu_peak()
+  int64_t allocations = 0;            ///< allocations since install
+  int64_t budget_bytes = 0;           ///< 0 = no budget
   int64_t live_at_failure_bytes = 0;  ///< live bytes when the last allocation was refused or failed
-  bool installed = false;     ///< false: nothing is counted
+  bool installed = false;             ///< false: nothing is counted
 };
 
 /// Makes the counting allocator LibTorch's CPU allocator (idempotent; call at
@@ -47,7 +47,7 @@ MemoryReading read_memory(c10::Device device);
 /// Resets the peak of `device` (CPU: the counter; CUDA: the caching allocator's).
 void reset_peak(c10::Device device);
 /// After an out-of-memory: return cached free blocks (CUDA) and trimmed heap
-/// (glibc) so the next run starts clean (R-OOM-2).
+/// (glibc) so the next run starts clean.
 void release_cached_memory(c10::Device device);
 
 /// "1.23 GiB", "512.0 MiB", "12.0 KiB", "100 B".

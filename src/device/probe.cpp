@@ -24,8 +24,10 @@ HostMemory parse_meminfo(const std::string& text) {
   std::string unit;
   while (in >> key >> kb) {
     std::getline(in, unit);
-    if (key == "MemTotal:") m.total_bytes = kb * 1024;
-    else if (key == "MemAvailable:") m.available_bytes = kb * 1024;
+    if (key == "MemTotal:")
+      m.total_bytes = kb * 1024;
+    else if (key == "MemAvailable:")
+      m.available_bytes = kb * 1024;
   }
   return m;
 }

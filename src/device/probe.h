@@ -12,10 +12,10 @@ namespace codefy::device {
 /// One CUDA card as LibTorch numbers it.
 struct CudaCard {
   int index = 0;
-  std::string name;                      ///< empty when unknown
-  std::optional<uint64_t> free_bytes;    ///< read now; empty when unreadable
+  std::string name;                    ///< empty when unknown
+  std::optional<uint64_t> free_bytes;  ///< read now; empty when unreadable
   std::optional<uint64_t> total_bytes;
-  int capability_major = 0;              ///< compute capability; 0 = unknown
+  int capability_major = 0;  ///< compute capability; 0 = unknown
   int capability_minor = 0;
 };
 

@@ -24,9 +24,9 @@ int configure_threads(int requested = 0);
 
 /// Which BLAS library serves matrix products.
 struct BlasInfo {
-  std::string path;     ///< resolved file of libblas.so.3 / libopenblas as loaded
-  std::string name;     ///< "OpenBLAS", "reference BLAS", "BLIS", "MKL", "unknown"
-  std::string config;   ///< OpenBLAS's own config string when available
+  std::string path;    ///< resolved file of libblas.so.3 / libopenblas as loaded
+  std::string name;    ///< "OpenBLAS", "reference BLAS", "BLIS", "MKL", "unknown"
+  std::string config;  ///< OpenBLAS's own config string when available
   bool is_reference = false;
 };
 BlasInfo blas_info();

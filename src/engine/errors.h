@@ -1,16 +1,12 @@
-// The one error hierarchy: everything a run can fail with names where.
+// The errors a node's run fails with, each naming where: graph, node id,
+// node type and, when one is to blame, the parameter or port.
 #pragma once
 
-#include <stdexcept>
+#include "util/errors.h"
+
 #include <string>
 
 namespace codefy {
-
-/// Base of every Codefy error.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// Thrown inside a node's execute function: what went wrong and, when a
 /// parameter or input is to blame, its name. The executor adds the node's
@@ -42,11 +38,11 @@ class NodeError : public Error {
 };
 
 /// A node ran out of memory (CPU budget, CPU allocator or device). what() is
-/// the whole report of R-OOM-1: node, device, what to try, memory, original error.
+/// the whole report: node, device, what to try, memory, original error.
 class NodeOOMError : public NodeError {
  public:
-  NodeOOMError(std::string graph, std::string node_id, std::string node_type, std::string device,
-               std::string report, const std::string& original)
+  NodeOOMError(std::string graph, std::string node_id, std::string node_type, std::string device, std::string report,
+               const std::string& original)
       : NodeError(std::move(graph), std::move(node_id), std::move(node_type), "", original),
         device_(std::move(device)),
         report_(std::move(report)) {}
@@ -56,12 +52,6 @@ class NodeOOMError : public NodeError {
 
  private:
   std::string device_, report_;
-};
-
-/// The run was stopped by its cancellation token.
-class Cancelled : public Error {
- public:
-  Cancelled() : Error("the run was stopped") {}
 };
 
 }  // namespace codefy

@@ -25,10 +25,12 @@ class Observer {
   virtual ~Observer() = default;
   /// A node starts (status kRunning).
   virtual void on_node_entry(const NodeRef&) {}
-  /// A node ends: kCompleted (with a JSON summary of its outputs), kCached,
-  /// kError (with the message), kSkipped.
+  /// A node ends: kCompleted (with a JSON summary of its outputs), kCached
+  /// (the same summary), kError ({"error": message}), or kSkipped (empty
+  /// detail) for each planned node that did not run because an earlier one
+  /// failed or the run was stopped.
   virtual void on_node_exit(const NodeRef&, NodeStatus, const nlohmann::json& /*detail*/) {}
-  /// Training progress: {"type": "config" | "update" | "epoch", ...}.
+  /// Training progress: {"event": "config" | "batch" | "epoch", ...} (see train/trainer.h).
   virtual void on_progress(const NodeRef&, const nlohmann::json& /*event*/) {}
   /// A warning that does not stop the run.
   virtual void on_warning(const NodeRef&, const std::string& /*message*/) {}

@@ -2,6 +2,7 @@
 
 #include "device/memory.h"
 #include "engine/oom.h"
+#include "util/text.h"
 
 #include "graph/presets.h"
 #include "graph/validate.h"
@@ -23,8 +24,6 @@ bool is_oom_message(const std::string& m) {
          m.find("DefaultCPUAllocator: not enough memory") != std::string::npos;
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 nlohmann::json fill_defaults(const graph::NodeDef& def, const nlohmann::json& given) {
   nlohmann::json params = nlohmann::json::object();
   for (const auto& p : def.params) params[p.name] = p.default_value;
@@ -34,16 +33,6 @@ nlohmann::json fill_defaults(const graph::NodeDef& def, const nlohmann::json& gi
 }
 
 }  // namespace
-
-uint64_t node_seed(uint64_t run_seed, const std::string& node_id) {
-  // FNV-1a over the id, mixed with the seed through splitmix64's finaliser.
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : node_id) h = (h ^ c) * 1099511628211ULL;
-  uint64_t z = run_seed + 0x9e3779b97f4a7c15ULL * (h | 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
-}
 
 namespace {
 
@@ -84,111 +73,132 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
   const graph::Graph& g = prepared.graph;
   RunResult result;
   std::map<std::string, std::string> keys;  // cache key per node; "" = not cacheable (nor is what depends on it)
-  for (const auto& id : prepared.plan.order) {
-    settings.cancel.throw_if_cancelled();
-    const graph::NodeSpec& spec = *g.node(id);
-    const NodeType* type = registry_.get(spec.type);
-    const NodeRef ref{g.name, spec.id, spec.type};
+  const auto& order = prepared.plan.order;
+  // The planned nodes after the one that failed (or was stopped) report kSkipped.
+  size_t next = 0;
+  bool next_reported = false;  // whether order[next] has told the observer it runs
+  auto skip_rest = [&] {
+    if (!settings.observer) return;
+    for (size_t i = next; i < order.size(); ++i)
+      settings.observer->on_node_exit(NodeRef{g.name, order[i], g.node(order[i])->type}, NodeStatus::kSkipped, {});
+  };
+  try {
+    for (; next < order.size(); ++next) {
+      const std::string& id = order[next];
+      next_reported = false;
+      settings.cancel.throw_if_cancelled();
+      const graph::NodeSpec& spec = *g.node(id);
+      const NodeType* type = registry_.get(spec.type);
+      const NodeRef ref{g.name, spec.id, spec.type};
 
-    ValueMap inputs;
-    bool upstream_cacheable = true;
-    std::vector<std::string> upstream;
-    for (const auto& e : g.edges) {
-      if (e.target != id || e.kind != graph::EdgeKind::kData) continue;
-      auto src = result.outputs.find(e.source);
-      if (src == result.outputs.end()) continue;
-      auto v = src->second.find(e.source_handle);
-      if (v != src->second.end()) inputs[e.target_handle] = v->second;
-      const std::string& k = keys[e.source];
-      upstream_cacheable = upstream_cacheable && !k.empty();
-      upstream.push_back(e.target_handle + "<-" + e.source_handle + "@" + k);
-    }
-    const nlohmann::json params = fill_defaults(type->def, spec.params);
-    const bool cached = settings.cache && type->def.cacheable;
-    const bool persistent = settings.state_store && type->def.persistent_state;
-    std::string key;
-    if ((cached || persistent) && upstream_cacheable) {
-      std::sort(upstream.begin(), upstream.end());
+      ValueMap inputs;
+      std::map<std::string, InputSource> sources;
+      bool upstream_cacheable = true;
+      std::vector<std::string> upstream;
+      for (const auto& e : g.edges) {
+        if (e.target != id || e.kind != graph::EdgeKind::kData) continue;
+        auto src = result.outputs.find(e.source);
+        if (src == result.outputs.end()) continue;
+        auto v = src->second.find(e.source_handle);
+        if (v != src->second.end()) {
+          inputs[e.target_handle] = v->second;
+          sources[e.target_handle] = InputSource{e.source, g.node(e.source)->type, e.source_handle};
+        }
+        const std::string& k = keys[e.source];
+        upstream_cacheable = upstream_cacheable && !k.empty();
+        upstream.push_back(e.target_handle + "<-" + e.source_handle + "@" + k);
+      }
+      const nlohmann::json params = fill_defaults(type->def, spec.params);
+      const bool cached = settings.cache && type->def.cacheable;
+      const bool persistent = settings.state_store && type->def.persistent_state;
+      std::string key;
+      if ((cached || persistent) && upstream_cacheable) {
+        std::sort(upstream.begin(), upstream.end());
+        try {
+          key = cache_key(spec, params, settings, upstream,
+                          type->fingerprint ? type->fingerprint(params, settings.base_dir) : std::string());
+        } catch (const std::exception&) {  // a file it reads is missing: run it, it will say so
+        }
+      }
+      // Served from the cache, or a persistent module from an earlier run with the same key.
+      std::optional<ValueMap> reused;
+      if (!key.empty() && !settings.force_rerun.count(id)) {
+        if (cached) {
+          reused = settings.cache->get(key);
+        } else if (auto state = settings.state_store->get(node_state_key(settings.state_scope, id));
+                   state && state->key == key) {
+          reused = std::move(state->outputs);
+        }
+      }
+      keys[id] = cached ? key : std::string();  // a mutable module makes its dependants uncacheable
+      if (reused) {
+        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCached, summarize(*reused));
+        result.outputs[id] = std::move(*reused);
+        continue;
+      }
+
+      next_reported = true;
+      if (settings.observer) settings.observer->on_node_entry(ref);
+      torch::manual_seed(node_seed(settings.seed, id));
+      device::reset_cpu_peak();
+      auto fail = [&](const std::string& field, const std::string& message) -> NodeError {
+        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", message}});
+        return NodeError(g.name, id, spec.type, field, message);
+      };
+      std::optional<NodeContext> ctx;
+      // Out of memory: the report names node, device, advice and memory; the
+      // node's kept outputs and the allocator's cached blocks go back so the
+      // next run starts clean. The node is not retried: the advice says what to change.
+      auto out_of_memory = [&](const std::string& original) -> NodeOOMError {
+        const c10::Device dev = ctx && ctx->used_device() ? *ctx->used_device() : c10::Device(c10::kCPU);
+        const device::MemoryReading m = device::read_memory(dev);
+        const std::string report = oom_report(
+            spec.type, id, dev, oom_advice(g, id, params, dev),
+            oom_memory_line(m, dev.is_cpu() ? device::cpu_memory().live_at_failure_bytes : m.live_bytes), original);
+        ctx.reset();
+        const std::string prefix = id + "#";
+        if (settings.cache)
+          settings.cache->erase_if([&](const std::string& k) { return k.compare(0, prefix.size(), prefix) == 0; });
+        if (settings.state_store) settings.state_store->erase(node_state_key(settings.state_scope, id));
+        device::release_cached_memory(dev);
+        if (settings.observer)
+          settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", report}, {"out_of_memory", true}});
+        return NodeOOMError(g.name, id, spec.type, dev.str(), report, original);
+      };
       try {
-        key = cache_key(spec, params, settings, upstream,
-                        type->fingerprint ? type->fingerprint(params, settings.base_dir) : std::string());
-      } catch (const std::exception&) {  // a file it reads is missing: run it, it will say so
+        ctx.emplace(ref, type->def, params, std::move(inputs), settings, std::move(sources));
+        ValueMap outputs = type->execute(*ctx);
+        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summarize(outputs));
+        if (!key.empty() && cached) settings.cache->put(key, outputs, value_bytes(outputs));
+        if (!key.empty() && persistent)  // measured now, as built
+          settings.state_store->put(node_state_key(settings.state_scope, id), PersistedState{key, outputs},
+                                    value_bytes(outputs));
+        result.outputs[id] = std::move(outputs);
+        const auto mem = device::cpu_memory();
+        if (mem.installed) result.peak_cpu_bytes[id] = mem.peak_bytes;
+      } catch (const Cancelled&) {
+        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", "stopped"}});
+        throw;
+      } catch (const NodeFailure& e) {
+        if (is_oom_message(e.what())) throw out_of_memory(e.what());
+        throw fail(e.field(), e.what());
+      } catch (const c10::OutOfMemoryError& e) {
+        throw out_of_memory(util::first_line(e.what_without_backtrace()));
+      } catch (const c10::Error& e) {
+        // LibTorch's messages carry a C++ backtrace after the first line.
+        const std::string message = util::first_line(e.what_without_backtrace());
+        if (is_oom_message(e.what())) throw out_of_memory(message);
+        throw fail("", message);
+      } catch (const std::bad_alloc&) {
+        throw out_of_memory("out of memory (std::bad_alloc)");
+      } catch (const std::exception& e) {
+        throw fail("", e.what());
       }
     }
-    // Served from the cache, or a persistent module from an earlier run with the same key.
-    std::optional<ValueMap> reused;
-    if (!key.empty() && !settings.force_rerun.count(id)) {
-      if (cached) {
-        reused = settings.cache->get(key);
-      } else if (auto state = settings.state_store->get(node_state_key(settings.state_scope, id));
-                 state && state->key == key) {
-        reused = std::move(state->outputs);
-      }
-    }
-    keys[id] = cached ? key : std::string();  // a mutable module makes its dependants uncacheable
-    if (reused) {
-      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCached, summarize(*reused));
-      result.outputs[id] = std::move(*reused);
-      continue;
-    }
-
-    if (settings.observer) settings.observer->on_node_entry(ref);
-    torch::manual_seed(node_seed(settings.seed, id));
-    device::reset_cpu_peak();
-    auto fail = [&](const std::string& field, const std::string& message) -> NodeError {
-      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", message}});
-      return NodeError(g.name, id, spec.type, field, message);
-    };
-    std::optional<NodeContext> ctx;
-    // Out of memory (R-OOM): the report names node, device, advice and memory;
-    // cached blocks go back so the next run starts clean; no retry (R-OOM-3).
-    auto out_of_memory = [&](const std::string& original) -> NodeOOMError {
-      const c10::Device dev = ctx && ctx->used_device() ? *ctx->used_device() : c10::Device(c10::kCPU);
-      const device::MemoryReading m = device::read_memory(dev);
-      const std::string report =
-          oom_report(spec.type, id, dev, oom_advice(g, id, params, dev),
-                     oom_memory_line(m, dev.is_cpu() ? device::cpu_memory().live_at_failure_bytes : m.live_bytes),
-                     original);
-      ctx.reset();
-      // R-OOM-2: the node's kept outputs go, then the allocator's free blocks.
-      const std::string prefix = id + "#";
-      if (settings.cache)
-        settings.cache->erase_if([&](const std::string& k) { return k.compare(0, prefix.size(), prefix) == 0; });
-      if (settings.state_store) settings.state_store->erase(node_state_key(settings.state_scope, id));
-      device::release_cached_memory(dev);
-      if (settings.observer)
-        settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", report}, {"out_of_memory", true}});
-      return NodeOOMError(g.name, id, spec.type, dev.str(), report, original);
-    };
-    try {
-      ctx.emplace(ref, type->def, params, std::move(inputs), settings);
-      ValueMap outputs = type->execute(*ctx);
-      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summarize(outputs));
-      if (!key.empty() && cached) settings.cache->put(key, outputs, value_bytes(outputs));
-      if (!key.empty() && persistent)  // measured now, as built (R-MEM-3)
-        settings.state_store->put(node_state_key(settings.state_scope, id), PersistedState{key, outputs},
-                                  value_bytes(outputs));
-      result.outputs[id] = std::move(outputs);
-      const auto mem = device::cpu_memory();
-      if (mem.installed) result.peak_cpu_bytes[id] = mem.peak_bytes;
-    } catch (const Cancelled&) {
-      if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", "stopped"}});
-      throw;
-    } catch (const NodeFailure& e) {
-      if (is_oom_message(e.what())) throw out_of_memory(e.what());
-      throw fail(e.field(), e.what());
-    } catch (const c10::OutOfMemoryError& e) {
-      throw out_of_memory(first_line(e.what_without_backtrace()));
-    } catch (const c10::Error& e) {
-      // LibTorch's messages carry a C++ backtrace after the first line.
-      const std::string message = first_line(e.what_without_backtrace());
-      if (is_oom_message(e.what())) throw out_of_memory(message);
-      throw fail("", message);
-    } catch (const std::bad_alloc&) {
-      throw out_of_memory("out of memory (std::bad_alloc)");
-    } catch (const std::exception& e) {
-      throw fail("", e.what());
-    }
+  } catch (...) {
+    if (next_reported) ++next;  // the failing node reported kError itself
+    skip_rest();
+    throw;
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

@@ -43,7 +43,4 @@ class Executor {
   const NodeRegistry& registry_;
 };
 
-/// The seed LibTorch's RNG gets before node `node_id` runs.
-uint64_t node_seed(uint64_t run_seed, const std::string& node_id);
-
 }  // namespace codefy

@@ -1,11 +1,12 @@
 // What a node's execute function sees, and the registry of node types.
 #pragma once
 
-#include "engine/cancel.h"
+#include "engine/errors.h"
 #include "engine/events.h"
 #include "engine/value.h"
 #include "graph/types.h"
 #include "store/lru.h"
+#include "util/cancel.h"
 
 #include <filesystem>
 #include <functional>
@@ -18,11 +19,11 @@
 
 namespace codefy {
 
-/// Node outputs kept between runs of one editor connection (R-MEM execution
+/// Node outputs kept between runs of one editor connection (the execution
 /// cache), keyed by what determines them.
 using ExecutionCache = store::LruStore<ValueMap>;
 
-/// A node's outputs kept between runs of one graph (R-MEM node state store):
+/// A node's outputs kept between runs of one graph (the node state store):
 /// the modules of persistent_state nodes, with the key of what built them.
 struct PersistedState {
   std::string key;  ///< the node's cache key when they were built
@@ -53,17 +54,27 @@ struct RunSettings {
   std::string state_scope;
 };
 
+/// Where an input came from: the output port of another node.
+struct InputSource {
+  std::string node_id;
+  std::string node_type;
+  std::string port;
+};
+
 /// The call of one node: its inputs, its params (defaults filled in), and
 /// the run around it. Accessors throw NodeFailure naming the param or port.
 class NodeContext {
  public:
   NodeContext(const NodeRef& node, const graph::NodeDef& def, const nlohmann::json& params, ValueMap inputs,
-              const RunSettings& run);
+              const RunSettings& run, std::map<std::string, InputSource> sources = {});
 
   const NodeRef& node() const { return node_; }
   const nlohmann::json& params() const { return params_; }
   const RunSettings& run() const { return run_; }
   const CancellationToken& cancel() const { return run_.cancel; }
+  /// This node's seed: derived from the run seed and the node id, the one
+  /// LibTorch's RNG was seeded with before the node started.
+  uint64_t seed() const;
 
   int64_t param_int(const std::string& name) const;
   double param_float(const std::string& name) const;
@@ -74,13 +85,15 @@ class NodeContext {
   std::filesystem::path resolve_path(const std::string& path) const;
 
   bool has_input(const std::string& port) const;
+  /// Which node and port feeds input `port`; nullptr when it is not connected.
+  const InputSource* input_source(const std::string& port) const;
   const Value& input(const std::string& port) const;
   /// The input as T; NodeFailure when missing or of another kind.
   template <typename T>
   const T& input_as(const std::string& port) const {
     const Value& v = input(port);
     if (const T* p = std::get_if<T>(&v)) return *p;
-    fail_input(port, v);
+    fail_input_kind(port, v);
   }
   /// Optional input: nullptr when not connected.
   template <typename T>
@@ -103,17 +116,22 @@ class NodeContext {
   const std::vector<std::string>& warnings() const { return warnings_; }
   void print(const std::string& text) const;
 
-  /// Throws NodeFailure for `field` ("param \"x\"", "input \"y\"").
-  [[noreturn]] static void fail(const std::string& field, const std::string& message);
+  /// Throws NodeFailure blaming parameter `name`: the message reads
+  /// `..., param "name": message` once the executor adds the node's identity.
   [[noreturn]] static void fail_param(const std::string& name, const std::string& message);
+  /// Throws NodeFailure blaming input port `port` (`..., input "port": message`).
+  [[noreturn]] static void fail_input(const std::string& port, const std::string& message);
+  /// Throws NodeFailure blaming no parameter or port in particular.
+  [[noreturn]] static void fail(const std::string& message);
 
  private:
-  [[noreturn]] void fail_input(const std::string& port, const Value& got) const;
+  [[noreturn]] void fail_input_kind(const std::string& port, const Value& got) const;
   const nlohmann::json& param(const std::string& name) const;
   NodeRef node_;
   const graph::NodeDef& def_;
   nlohmann::json params_;
   ValueMap inputs_;
+  std::map<std::string, InputSource> sources_;
   const RunSettings& run_;
   mutable std::optional<c10::Device> used_device_;
   mutable std::vector<std::string> warnings_;
@@ -124,6 +142,9 @@ class NodeContext {
 std::filesystem::path resolve_path(const std::string& path, const std::filesystem::path& base_dir);
 /// "path|size|mtime" of a file, for Fingerprints; throws when it is missing.
 std::string file_stamp(const std::filesystem::path& file);
+
+/// The seed LibTorch's RNG gets before node `node_id` runs in a run seeded `run_seed`.
+uint64_t node_seed(uint64_t run_seed, const std::string& node_id);
 
 /// What a node reads from outside the graph (a file's size and modification
 /// time), part of its cache key so an edited file is read again. Given the
@@ -146,19 +167,10 @@ class NodeRegistry : public graph::NodeCatalog {
   const NodeType* get(const std::string& type) const;
   /// All types, sorted by category then name.
   std::vector<const NodeType*> list() const;
-  /// The built-in node library.
-  static const NodeRegistry& builtin();
 
  private:
   std::map<std::string, NodeType> types_;
 };
-
-// Registration functions, one per node family (src/nodes/*.cpp).
-void register_utility_nodes(NodeRegistry& r);
-void register_data_nodes(NodeRegistry& r);
-void register_model_nodes(NodeRegistry& r);
-void register_training_nodes(NodeRegistry& r);
-void register_io_nodes(NodeRegistry& r);
 
 /// Helpers for concise node definitions.
 namespace def {
@@ -170,9 +182,14 @@ graph::ParamDef number(std::string name, double value, std::string description,
                        std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
 graph::ParamDef boolean(std::string name, bool value, std::string description);
 graph::ParamDef text(std::string name, std::string value, std::string description);
-graph::ParamDef select(std::string name, std::string value, std::vector<std::string> options,
-                       std::string description);
+graph::ParamDef select(std::string name, std::string value, std::vector<std::string> options, std::string description);
 graph::ParamDef advanced(graph::ParamDef p);
+/// `p` must be given (not empty) for the graph to validate.
+graph::ParamDef required(graph::ParamDef p);
+/// A file parameter the editor offers from the server's files: `kModelFile`
+/// (weights, checkpoints; `/api/models`) or `kDataFile`. Required.
+graph::ParamDef file(std::string name, std::string value, std::string description,
+                     graph::ParamType kind = graph::ParamType::kModelFile);
 /// The `device` parameter every device-aware node has (auto, cpu, cuda, mps).
 graph::ParamDef device(std::string description);
 /// A Fingerprint of the files named by path params: each one's resolved path,

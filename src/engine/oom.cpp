@@ -1,6 +1,5 @@
 #include "engine/oom.h"
 
-
 namespace codefy {
 
 namespace {
@@ -55,8 +54,9 @@ std::vector<std::string> oom_advice(const graph::Graph& g, const std::string& no
                        (device.is_cuda() ? " on Ampere and newer)" : ")"));
     const int64_t accumulate = param_or<int64_t>(params, "accumulate_steps", 1);
     if (!loader || batch > 1) {
-      std::string a = "raise TrainingLoop's accumulate_steps and lower batch_size by the same factor, which keeps "
-                      "the effective batch identical";
+      std::string a =
+          "raise TrainingLoop's accumulate_steps and lower batch_size by the same factor, which keeps "
+          "the effective batch identical";
       if (loader && batch % 2 == 0)
         a += " (e.g. accumulate_steps " + std::to_string(accumulate * 2) + " with batch_size " +
              std::to_string(batch / 2) + ")";

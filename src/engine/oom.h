@@ -1,4 +1,4 @@
-// The out-of-memory report (R-OOM-1): which node, which device, what to try
+// The out-of-memory report: which node, which device, what to try
 // (cheapest first, tailored to the graph), the memory line, the original error.
 #pragma once
 
@@ -21,7 +21,7 @@ std::vector<std::string> oom_advice(const graph::Graph& g, const std::string& no
 /// peak and budget from the counting allocator; "" when nothing was counted.
 std::string oom_memory_line(const device::MemoryReading& m, int64_t live_at_failure);
 
-/// The whole report, in R-OOM-1's layout.
+/// The whole report: node and device, what to try, the memory line, the original error.
 std::string oom_report(const std::string& node_type, const std::string& node_id, c10::Device device,
                        const std::vector<std::string>& advice, const std::string& memory_line,
                        const std::string& original_error);

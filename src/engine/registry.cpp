@@ -1,6 +1,7 @@
 #include "engine/node.h"
 
 #include "device/catalogue.h"
+#include "util/random.h"
 
 #include <algorithm>
 
@@ -8,8 +9,8 @@ namespace codefy {
 
 NodeError::NodeError(std::string graph, std::string node_id, std::string node_type, std::string field,
                      const std::string& message)
-    : Error("graph \"" + graph + "\": node " + node_id + " (" + node_type + ")" +
-            (field.empty() ? "" : ", " + field) + ": " + message),
+    : Error("graph \"" + graph + "\": node " + node_id + " (" + node_type + ")" + (field.empty() ? "" : ", " + field) +
+            ": " + message),
       graph_(std::move(graph)),
       node_id_(std::move(node_id)),
       node_type_(std::move(node_type)),
@@ -27,14 +28,24 @@ const char* to_string(NodeStatus s) {
   return "error";
 }
 
-NodeContext::NodeContext(const NodeRef& node, const graph::NodeDef& def, const nlohmann::json& params,
-                         ValueMap inputs, const RunSettings& run)
-    : node_(node), def_(def), params_(params), inputs_(std::move(inputs)), run_(run) {}
+NodeContext::NodeContext(const NodeRef& node, const graph::NodeDef& def, const nlohmann::json& params, ValueMap inputs,
+                         const RunSettings& run, std::map<std::string, InputSource> sources)
+    : node_(node), def_(def), params_(params), inputs_(std::move(inputs)), sources_(std::move(sources)), run_(run) {}
 
-void NodeContext::fail(const std::string& field, const std::string& message) { throw NodeFailure(field, message); }
+void NodeContext::fail(const std::string& message) { throw NodeFailure("", message); }
 void NodeContext::fail_param(const std::string& name, const std::string& message) {
   throw NodeFailure("param \"" + name + "\"", message);
 }
+void NodeContext::fail_input(const std::string& port, const std::string& message) {
+  throw NodeFailure("input \"" + port + "\"", message);
+}
+
+uint64_t node_seed(uint64_t run_seed, const std::string& node_id) {
+  // The id's FNV-1a hash, made even, steps the seed along splitmix64's sequence.
+  return util::splitmix64(run_seed + 0x9e3779b97f4a7c15ULL * (util::fnv1a(node_id) & ~1ULL)) & 0x7fffffffffffffffULL;
+}
+
+uint64_t NodeContext::seed() const { return node_seed(run_.seed, node_.id); }
 
 const nlohmann::json& NodeContext::param(const std::string& name) const {
   auto it = params_.find(name);
@@ -93,16 +104,21 @@ bool NodeContext::has_input(const std::string& port) const {
   return it != inputs_.end() && !std::holds_alternative<std::monostate>(it->second);
 }
 
+const InputSource* NodeContext::input_source(const std::string& port) const {
+  auto it = sources_.find(port);
+  return it == sources_.end() ? nullptr : &it->second;
+}
+
 const Value& NodeContext::input(const std::string& port) const {
   auto it = inputs_.find(port);
-  if (it == inputs_.end()) fail("input \"" + port + "\"", "is not connected");
+  if (it == inputs_.end()) fail_input(port, "is not connected");
   return it->second;
 }
 
-void NodeContext::fail_input(const std::string& port, const Value& got) const {
+void NodeContext::fail_input_kind(const std::string& port, const Value& got) const {
   const graph::PortDef* p = def_.input(port);
-  fail("input \"" + port + "\"", std::string("expected ") + (p ? graph::to_string(p->type) : "another kind") +
-                                     ", got " + value_kind(got));
+  fail_input(port,
+             std::string("expected ") + (p ? graph::to_string(p->type) : "another kind") + ", got " + value_kind(got));
 }
 
 std::string NodeContext::device_request() const {
@@ -136,9 +152,7 @@ void NodeRegistry::add(graph::NodeDef def, std::function<ValueMap(NodeContext&)>
   types_[name] = NodeType{std::move(def), std::move(execute), std::move(fingerprint)};
 }
 
-std::string node_state_key(const std::string& scope, const std::string& node_id) {
-  return scope + '\x1f' + node_id;
-}
+std::string node_state_key(const std::string& scope, const std::string& node_id) { return scope + '\x1f' + node_id; }
 
 const graph::NodeDef* NodeRegistry::find(const std::string& type) const {
   const NodeType* t = get(type);
@@ -156,19 +170,6 @@ std::vector<const NodeType*> NodeRegistry::list() const {
   std::stable_sort(v.begin(), v.end(),
                    [](const NodeType* a, const NodeType* b) { return a->def.category < b->def.category; });
   return v;
-}
-
-const NodeRegistry& NodeRegistry::builtin() {
-  static const NodeRegistry registry = [] {
-    NodeRegistry r;
-    register_utility_nodes(r);
-    register_data_nodes(r);
-    register_model_nodes(r);
-    register_training_nodes(r);
-    register_io_nodes(r);
-    return r;
-  }();
-  return registry;
 }
 
 namespace def {
@@ -213,8 +214,7 @@ graph::ParamDef text(std::string name, std::string value, std::string descriptio
   p.description = std::move(description);
   return p;
 }
-graph::ParamDef select(std::string name, std::string value, std::vector<std::string> options,
-                       std::string description) {
+graph::ParamDef select(std::string name, std::string value, std::vector<std::string> options, std::string description) {
   graph::ParamDef p = text(std::move(name), std::move(value), std::move(description));
   p.type = graph::ParamType::kSelect;
   p.options = std::move(options);
@@ -222,7 +222,7 @@ graph::ParamDef select(std::string name, std::string value, std::vector<std::str
 }
 graph::ParamDef device(std::string description) {
   graph::ParamDef p = select("device", "auto", {"auto", "cpu", "cuda", "mps"}, std::move(description));
-  p.open_options = true;  // "cuda:1" and graphs from other machines are parsed at run time (R-DEV-4, R-DEV-5)
+  p.open_options = true;  // "cuda:1" and graphs from other machines are parsed at run time
   return p;
 }
 Fingerprint files_fingerprint(std::vector<std::string> path_params) {
@@ -234,6 +234,15 @@ Fingerprint files_fingerprint(std::vector<std::string> path_params) {
 }
 graph::ParamDef advanced(graph::ParamDef p) {
   p.advanced = true;
+  return p;
+}
+graph::ParamDef required(graph::ParamDef p) {
+  p.required = true;
+  return p;
+}
+graph::ParamDef file(std::string name, std::string value, std::string description, graph::ParamType kind) {
+  graph::ParamDef p = required(text(std::move(name), std::move(value), std::move(description)));
+  p.type = kind;
   return p;
 }
 

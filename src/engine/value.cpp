@@ -28,7 +28,6 @@ const char* value_kind(const Value& v) {
                         [](const double&) { return "SCALAR"; },
                         [](const std::string&) { return "STRING"; },
                         [](const nlohmann::json& j) { return j.is_array() ? "LIST" : "ANY"; },
-                        [](const Image&) { return "IMAGE"; },
                         [](const train::ModelPtr&) { return "MODEL"; },
                         [](const train::DatasetPtr&) { return "DATASET"; },
                         [](const train::DataLoaderPtr&) { return "DATALOADER"; },
@@ -56,7 +55,9 @@ nlohmann::json summarize(const Value& v) {
             }
             return j;
           },
-          [](const double& d) { return json{{"type", "SCALAR"}, {"value", d}}; },
+          [](const double& d) {
+            return json{{"type", "SCALAR"}, {"value", d}};
+          },
           [](const std::string& s) {
             return json{{"type", "STRING"}, {"value", s.size() > 200 ? s.substr(0, 200) + "..." : s}};
           },
@@ -65,23 +66,31 @@ nlohmann::json summarize(const Value& v) {
             if (s.size() <= 2000) return json{{"type", j.is_array() ? "LIST" : "ANY"}, {"value", j}};
             return json{{"type", j.is_array() ? "LIST" : "ANY"}, {"size", j.size()}};
           },
-          [](const Image& i) { return json{{"type", "IMAGE"}, {"width", i.width}, {"height", i.height}}; },
           [](const train::ModelPtr& m) {
             return json{{"type", "MODEL"}, {"class", m->name()}, {"parameters", train::count_parameters(*m)}};
           },
           [](const train::DatasetPtr& d) {
-            return json{{"type", "DATASET"}, {"name", d->name}, {"samples", d->size()},
-                        {"input_shape", d->inputs.sizes().slice(1).vec()}, {"num_classes", d->num_classes}};
+            return json{{"type", "DATASET"},
+                        {"name", d->name},
+                        {"samples", d->size()},
+                        {"input_shape", d->inputs.sizes().slice(1).vec()},
+                        {"num_classes", d->num_classes}};
           },
           [](const train::DataLoaderPtr& l) {
-            return json{{"type", "DATALOADER"}, {"batch_size", l->options().batch_size},
-                        {"batches", l->num_batches()}, {"shuffle", l->options().shuffle}};
+            return json{{"type", "DATALOADER"},
+                        {"batch_size", l->options().batch_size},
+                        {"batches", l->num_batches()},
+                        {"shuffle", l->options().shuffle}};
           },
           [](const train::OptimizerPtr& o) {
             return json{{"type", "OPTIMIZER"}, {"class", o->type}, {"lr", train::get_lr(*o->optimizer)}};
           },
-          [](const train::LossPtr& l) { return json{{"type", "LOSS_FN"}, {"class", l->type}}; },
-          [](const train::SchedulerPtr& s) { return json{{"type", "SCHEDULER"}, {"class", s->options().type}}; },
+          [](const train::LossPtr& l) {
+            return json{{"type", "LOSS_FN"}, {"class", l->type}};
+          },
+          [](const train::SchedulerPtr& s) {
+            return json{{"type", "SCHEDULER"}, {"class", s->options().type}};
+          },
       },
       v);
 }
@@ -148,7 +157,6 @@ void count_bytes(const Value& v, store::StorageCounter& c) {
                  [&](const double&) { c.add_bytes(sizeof(double)); },
                  [&](const std::string& s) { c.add_bytes(static_cast<int64_t>(s.size())); },
                  [&](const nlohmann::json& j) { c.add_bytes(static_cast<int64_t>(j.dump().size())); },
-                 [&](const Image& i) { c.add_bytes(static_cast<int64_t>(i.png_base64.size())); },
                  [&](const train::ModelPtr& m) {
                    if (m) c.add(*m);
                  },
@@ -177,4 +185,3 @@ int64_t value_bytes(const ValueMap& values) {
 }
 
 }  // namespace codefy
-

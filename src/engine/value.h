@@ -1,11 +1,11 @@
 // What flows along a data edge.
 #pragma once
 
+#include "store/sizing.h"
 #include "train/builders.h"
 #include "train/data.h"
 #include "train/model.h"
 #include "train/schedulers.h"
-#include "store/sizing.h"
 
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
@@ -16,18 +16,11 @@
 
 namespace codefy {
 
-/// A rendered picture (Visualize): PNG bytes, base64-encoded as CodefyUI sends them.
-struct Image {
-  std::string png_base64;
-  int64_t width = 0;
-  int64_t height = 0;
-};
-
 /// One port's value. Plain data (lists of losses, metric dicts) is JSON;
 /// heavy or stateful things are shared handles.
-using Value = std::variant<std::monostate, torch::Tensor, double, std::string, nlohmann::json, Image,
-                           train::ModelPtr, train::DatasetPtr, train::DataLoaderPtr, train::OptimizerPtr,
-                           train::LossPtr, train::SchedulerPtr>;
+using Value =
+    std::variant<std::monostate, torch::Tensor, double, std::string, nlohmann::json, train::ModelPtr, train::DatasetPtr,
+                 train::DataLoaderPtr, train::OptimizerPtr, train::LossPtr, train::SchedulerPtr>;
 
 /// A node's inputs or outputs by port name.
 using ValueMap = std::map<std::string, Value>;
@@ -41,9 +34,9 @@ nlohmann::json summarize(const Value& v);
 /// summarize() of each port: {port: summary}.
 nlohmann::json summarize(const ValueMap& values);
 
-/// Adds the bytes a value holds to `counter` (R-MEM-2): tensors by storage,
+/// Adds the bytes a value holds to `counter`: tensors by storage,
 /// each storage once; models by parameters and buffers; datasets and loaders
-/// by their tensors; optimizers by their state; text and pictures by length.
+/// by their tensors; optimizers by their state; text by length.
 void count_bytes(const Value& v, store::StorageCounter& counter);
 /// Bytes held by a node's outputs, shared storage counted once.
 int64_t value_bytes(const ValueMap& values);

@@ -20,8 +20,8 @@ constexpr TypeName kDataTypes[] = {
     {DataType::kOptimizer, "OPTIMIZER"}, {DataType::kLossFn, "LOSS_FN"},
     {DataType::kScalar, "SCALAR"},       {DataType::kString, "STRING"},
     {DataType::kImage, "IMAGE"},         {DataType::kList, "LIST"},
-    {DataType::kTransform, "TRANSFORM"},
-    {DataType::kAny, "ANY"},             {DataType::kTrigger, "TRIGGER"},
+    {DataType::kTransform, "TRANSFORM"}, {DataType::kAny, "ANY"},
+    {DataType::kTrigger, "TRIGGER"},
 };
 
 std::string string_field(const json& j, const char* key, const std::string& where) {
@@ -86,22 +86,26 @@ json to_json(const NodeDef& def) {
   auto ports = [](const std::vector<PortDef>& v) {
     json a = json::array();
     for (const auto& p : v)
-      a.push_back({{"name", p.name}, {"data_type", to_string(p.type)},
-                   {"description", p.description}, {"optional", p.optional}});
+      a.push_back({{"name", p.name},
+                   {"data_type", to_string(p.type)},
+                   {"description", p.description},
+                   {"optional", p.optional}});
     return a;
   };
   json params = json::array();
   for (const auto& p : def.params) {
-    json j = {{"name", p.name}, {"param_type", to_string(p.type)}, {"default", p.default_value},
-              {"description", p.description}, {"options", p.options},
+    json j = {{"name", p.name},
+              {"param_type", to_string(p.type)},
+              {"default", p.default_value},
+              {"description", p.description},
+              {"options", p.options},
               {"min_value", p.min_value ? json(*p.min_value) : json()},
               {"max_value", p.max_value ? json(*p.max_value) : json()}};
     if (p.advanced) j["advanced"] = true;
     params.push_back(std::move(j));
   }
-  return {{"node_name", def.name},   {"category", def.category},
-          {"description", def.description}, {"inputs", ports(def.inputs)},
-          {"outputs", ports(def.outputs)},  {"params", std::move(params)}};
+  return {{"node_name", def.name},       {"category", def.category},      {"description", def.description},
+          {"inputs", ports(def.inputs)}, {"outputs", ports(def.outputs)}, {"params", std::move(params)}};
 }
 
 const NodeSpec* Graph::node(const std::string& id) const {
@@ -141,8 +145,7 @@ Graph graph_from_json(const json& j, const std::string& source) {
     if (auto d = n.find("data"); d != n.end() && !d->is_null()) {
       if (!d->is_object()) throw GraphFormatError(where + " (id " + spec.id + "): \"data\" must be an object");
       if (auto p = d->find("params"); p != d->end() && !p->is_null()) {
-        if (!p->is_object())
-          throw GraphFormatError(where + " (id " + spec.id + "): \"data.params\" must be an object");
+        if (!p->is_object()) throw GraphFormatError(where + " (id " + spec.id + "): \"data.params\" must be an object");
         spec.params = *p;
       }
       if (auto p = d->find("internalParams"); p != d->end() && !p->is_null()) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "graph/types.h"
+#include "util/errors.h"
 
 #include <filesystem>
 #include <string>
@@ -16,9 +17,9 @@ enum class EdgeKind { kData, kTrigger };
 struct NodeSpec {
   std::string id;
   std::string type;
-  json params = json::object();          ///< data.params
-  json internal_params = json::object(); ///< data.internalParams (presets)
-  json raw = json::object();             ///< the whole node as read, for round trips
+  json params = json::object();           ///< data.params
+  json internal_params = json::object();  ///< data.internalParams (presets)
+  json raw = json::object();              ///< the whole node as read, for round trips
   /// For nodes made by preset expansion: the preset node's id, else empty.
   std::string preset_id;
 };
@@ -49,9 +50,9 @@ struct Graph {
 };
 
 /// Thrown for a graph file that cannot be read as a graph at all.
-class GraphFormatError : public std::runtime_error {
+class GraphFormatError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 /// Reads a graph from JSON text; `source` names it in errors (a path or "<request>").

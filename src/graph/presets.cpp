@@ -62,8 +62,7 @@ Graph expand_presets(const Graph& g) {
       spec.id = internal_id(n.id, iid);
       spec.type = in.value("type", "");
       spec.params = in.value("params", json::object());
-      if (auto p = n.internal_params.find(iid); p != n.internal_params.end() && p->is_object())
-        spec.params.update(*p);
+      if (auto p = n.internal_params.find(iid); p != n.internal_params.end() && p->is_object()) spec.params.update(*p);
       spec.preset_id = n.id;
       spec.raw = {{"id", spec.id}, {"type", spec.type}};
       out.nodes.push_back(std::move(spec));

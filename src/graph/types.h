@@ -14,8 +14,19 @@ using json = nlohmann::json;
 
 /// The type carried by a port (CodefyUI's DataType).
 enum class DataType {
-  kTensor, kModel, kDataset, kDataLoader, kOptimizer, kLossFn, kScalar,
-  kString, kImage, kList, kTransform, kAny, kTrigger
+  kTensor,
+  kModel,
+  kDataset,
+  kDataLoader,
+  kOptimizer,
+  kLossFn,
+  kScalar,
+  kString,
+  kImage,
+  kList,
+  kTransform,
+  kAny,
+  kTrigger
 };
 
 /// The widget/type of a parameter (CodefyUI's ParamType).
@@ -48,10 +59,10 @@ struct ParamDef {
   std::vector<std::string> options;  ///< for kSelect
   std::optional<double> min_value;
   std::optional<double> max_value;
-  bool advanced = false;             ///< folded under "Advanced" in the editor
-  bool required = false;             ///< must be non-empty (e.g. a file path)
+  bool advanced = false;  ///< folded under "Advanced" in the editor
+  bool required = false;  ///< must be non-empty (e.g. a file path)
   /// The options are suggestions and any string is accepted: device params,
-  /// whose strings are parsed at run time with a warning and a fallback (R-DEV-5).
+  /// whose strings are parsed at run time with a warning and a fallback.
   bool open_options = false;
 };
 
@@ -68,7 +79,7 @@ struct NodeDef {
   bool cacheable = true;
   /// Whether its outputs (a freshly initialised module) are kept in the node
   /// state store between editor runs, so training continues from the weights
-  /// of the last run (CodefyUI's weights_persistent, R-MEM node state store).
+  /// of the last run (CodefyUI's weights_persistent, the node state store).
   bool persistent_state = false;
 
   const PortDef* input(const std::string& port) const;

@@ -41,8 +41,7 @@ std::string format_number(double d) {
 
 }  // namespace
 
-ValidationError::ValidationError(std::vector<Issue> issues)
-    : std::runtime_error(join_issues(issues)), issues_(std::move(issues)) {}
+ValidationError::ValidationError(std::vector<Issue> issues) : Error(join_issues(issues)), issues_(std::move(issues)) {}
 
 std::string check_param_value(const ParamDef& def, const json& v) {
   std::optional<double> number;
@@ -120,11 +119,9 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
     const PortDef* out = sd ? sd->output(e.source_handle) : nullptr;
     const PortDef* in = td ? td->input(e.target_handle) : nullptr;
     if (sd && !out)
-      add(s, "output \"" + e.source_handle + "\"",
-          "edge " + e.id + " leaves from an output this node does not have");
+      add(s, "output \"" + e.source_handle + "\"", "edge " + e.id + " leaves from an output this node does not have");
     if (td && !in)
-      add(t, "input \"" + e.target_handle + "\"",
-          "edge " + e.id + " arrives at an input this node does not have");
+      add(t, "input \"" + e.target_handle + "\"", "edge " + e.id + " arrives at an input this node does not have");
     if (out && in && !is_compatible(out->type, in->type))
       add(t, "input \"" + in->name + "\"",
           std::string("type mismatch: ") + to_string(in->type) + " expected, but edge " + e.id + " brings " +
@@ -146,7 +143,7 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
     }
     for (auto it = n.params.begin(); it != n.params.end(); ++it) {
       const ParamDef* p = def->param(it.key());
-      if (!p) continue;  // CodefyUI keeps params of other versions; ignored, kept on save
+      if (!p) continue;                    // CodefyUI keeps params of other versions; ignored, kept on save
       if (it.value().is_null()) continue;  // null means "use the default"
       std::string problem = check_param_value(*p, it.value());
       if (!problem.empty()) add(&n, "param \"" + p->name + "\"", problem);
@@ -166,7 +163,10 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
 json issues_json(const std::vector<Issue>& issues) {
   json a = json::array();
   for (const auto& i : issues)
-    a.push_back({{"graph", i.graph}, {"node_id", i.node_id}, {"node_type", i.node_type}, {"field", i.field},
+    a.push_back({{"graph", i.graph},
+                 {"node_id", i.node_id},
+                 {"node_type", i.node_type},
+                 {"field", i.field},
                  {"message", i.message}});
   return a;
 }

@@ -3,6 +3,7 @@
 
 #include "graph/graph.h"
 #include "graph/types.h"
+#include "util/errors.h"
 
 #include <string>
 #include <vector>
@@ -11,20 +12,20 @@ namespace codefy::graph {
 
 /// One problem found in a graph, naming where it is.
 struct Issue {
-  std::string graph;      ///< graph name
-  std::string node_id;    ///< empty for graph-level problems
+  std::string graph;    ///< graph name
+  std::string node_id;  ///< empty for graph-level problems
   std::string node_type;
-  std::string field;      ///< port or parameter name, or edge id; may be empty
+  std::string field;  ///< port or parameter name, or edge id; may be empty
   std::string message;
   /// `graph "G": node n7 (TrainingLoop), param "epochs": <message>`.
   std::string to_string() const;
 };
 
-/// Thrown by anything that refuses an invalid graph; carries every issue.
 /// The issues as JSON: [{graph, node_id, node_type, field, message}, ...].
 json issues_json(const std::vector<Issue>& issues);
 
-class ValidationError : public std::runtime_error {
+/// Thrown by anything that refuses an invalid graph; carries every issue.
+class ValidationError : public Error {
  public:
   explicit ValidationError(std::vector<Issue> issues);
   const std::vector<Issue>& issues() const { return issues_; }

@@ -1,10 +1,9 @@
 // Data: Dataset (MNIST/FashionMNIST), CSVDataset, ToyDataset, DataLoader.
-#include "engine/node.h"
+#include "nodes/library.h"
 
-#include "engine/executor.h"
-
-#include <algorithm>
 #include <filesystem>
+#include <stdexcept>
+#include <vector>
 
 namespace codefy {
 
@@ -25,90 +24,104 @@ graph::ParamDef max_samples_param() {
   return def::advanced(def::integer("max_samples", 0, "Use only the first N samples (0 = all)", 0));
 }
 
-}  // namespace
-
-void register_data_nodes(NodeRegistry& r) {
-  {
-    graph::NodeDef d{"Dataset", "Data",
-                     "Load a standard vision dataset (MNIST, FashionMNIST) from idx files on disk; never downloads.",
-                     {}, {def::out("dataset", DataType::kDataset, "Loaded dataset")},
-                     {def::select("name", "MNIST", {"MNIST", "FashionMNIST"}, "Dataset"),
-                      def::select("split", "train", {"train", "test"}, "Which split"),
-                      def::text("data_dir", "./data",
-                                "Folder holding <name>/raw/*-idx*-ubyte[.gz] (torchvision's layout); relative to the "
-                                "graph file. Falls back to Debian's /usr/share/datasets when not found there."),
-                      max_samples_param()}};
-    // Cacheable: a dataset is read-only once loaded; its files' sizes and
-    // times are part of the key, so replaced files are read again.
-    auto fingerprint = [](const nlohmann::json& params, const std::filesystem::path& base_dir) {
-      const auto dir =
-          resolve_path(params.at("data_dir").get<std::string>(), base_dir) / params.at("name").get<std::string>();
-      if (!std::filesystem::is_directory(dir)) return std::string("packaged");  // Debian's copy does not change
-      std::vector<std::string> entries;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-        if (e.is_regular_file()) entries.push_back(file_stamp(e.path()));
-      std::sort(entries.begin(), entries.end());
-      std::string fp;
-      for (const auto& x : entries) fp += x + ';';
-      return fp;
-    };
-    r.add(std::move(d), [](NodeContext& ctx) {
-      const std::string name = ctx.param_string("name");
-      const bool train = ctx.param_string("split") == "train";
-      const std::string dir = ctx.param_string("data_dir");
-      train::Dataset ds;
-      try {
-        ds = train::load_mnist(name, train, dir.empty() ? std::filesystem::path() : ctx.resolve_path(dir));
-      } catch (const std::exception& first) {
-        if (dir.empty()) NodeContext::fail_param("data_dir", first.what());
+void register_dataset(NodeRegistry& r) {
+  graph::NodeDef d{"Dataset",
+                   "Data",
+                   "Load a standard vision dataset (MNIST, FashionMNIST) from idx files on disk; never downloads.",
+                   {},
+                   {def::out("dataset", DataType::kDataset, "Loaded dataset")},
+                   {def::select("name", "MNIST", {"MNIST", "FashionMNIST"}, "Dataset"),
+                    def::select("split", "train", {"train", "test"}, "Which split"),
+                    def::text("data_dir", "./data",
+                              "Folder holding <name>/raw/*-idx*-ubyte[.gz] (torchvision's layout); relative to the "
+                              "graph file. Falls back to Debian's /usr/share/datasets when not found there."),
+                    max_samples_param()}};
+  // Cacheable: a dataset is read-only once loaded. The files the loader
+  // would read now, with their sizes and times, are part of the key, so a
+  // replaced file (in any folder the loader searches) is read again.
+  auto fingerprint = [](const nlohmann::json& params, const std::filesystem::path& base_dir) {
+    const std::string name = params.at("name").get<std::string>();
+    const bool train = params.at("split").get<std::string>() == "train";
+    const std::string dir = params.at("data_dir").get<std::string>();
+    auto files = dir.empty() ? std::vector<std::filesystem::path>{}
+                             : train::find_mnist_files(name, train, resolve_path(dir, base_dir));
+    if (files.empty()) files = train::find_mnist_files(name, train, {});  // Debian's packaged copy
+    if (files.empty()) throw std::runtime_error("not found");             // the run says where it looked
+    std::string fp;
+    for (const auto& f : files) fp += file_stamp(f) + ';';
+    return fp;
+  };
+  r.add(
+      std::move(d),
+      [](NodeContext& ctx) {
+        const std::string name = ctx.param_string("name");
+        const bool train = ctx.param_string("split") == "train";
+        const std::string dir = ctx.param_string("data_dir");
+        train::Dataset ds;
         try {
-          ds = train::load_mnist(name, train, {});  // Debian's packaged copy
-        } catch (const std::exception&) {
-          NodeContext::fail_param("data_dir", first.what());
+          ds = train::load_mnist(name, train, dir.empty() ? std::filesystem::path() : ctx.resolve_path(dir));
+        } catch (const std::exception& first) {
+          if (dir.empty()) NodeContext::fail_param("data_dir", first.what());
+          try {
+            ds = train::load_mnist(name, train, {});  // Debian's packaged copy
+          } catch (const std::exception&) {
+            NodeContext::fail_param("data_dir", first.what());
+          }
         }
-      }
-      return ValueMap{{"dataset", std::make_shared<const train::Dataset>(take_first(std::move(ds), ctx.param_int("max_samples")))}};
-    }, fingerprint);
-  }
-  {
-    graph::NodeDef d{"CSVDataset", "Data",
-                     "Load a CSV file (header row) into a dataset: numeric feature columns and one target column.",
-                     {}, {def::out("dataset", DataType::kDataset, "Loaded dataset")},
-                     {def::text("path", "", "CSV file, relative to the graph file"),
-                      def::text("target_column", "", "Target column (empty = last column)"),
-                      def::text("include_columns", "", "Comma-separated feature columns (empty = all others)"),
-                      def::select("task", "classification", {"classification", "regression"},
-                                  "Class labels (int64) or numeric targets (float32)"),
-                      max_samples_param()}};
-    d.params[0].required = true;
-    r.add(std::move(d), [](NodeContext& ctx) {
-      train::CsvOptions o;
-      o.target_column = ctx.param_string("target_column");
-      const std::string cols = ctx.param_string("include_columns");
-      size_t start = 0;
-      while (start < cols.size()) {
-        size_t end = cols.find(',', start);
-        if (end == std::string::npos) end = cols.size();
-        std::string c = cols.substr(start, end - start);
-        c.erase(0, c.find_first_not_of(" \t"));
-        c.erase(c.find_last_not_of(" \t") + 1);
-        if (!c.empty()) o.feature_columns.push_back(c);
-        start = end + 1;
-      }
-      o.classification = ctx.param_string("task") == "classification";
-      const auto path = ctx.param_path("path");
-      train::Dataset ds;
-      try {
-        ds = train::load_csv(path, o);
-      } catch (const std::exception& e) {
-        NodeContext::fail_param("path", e.what());
-      }
-      return ValueMap{{"dataset", std::make_shared<const train::Dataset>(take_first(std::move(ds), ctx.param_int("max_samples")))}};
-    }, def::files_fingerprint({"path"}));
-  }
-  r.add({"ToyDataset", "Data",
+        return ValueMap{{"dataset", std::make_shared<const train::Dataset>(
+                                        take_first(std::move(ds), ctx.param_int("max_samples")))}};
+      },
+      fingerprint);
+}
+
+void register_csv_dataset(NodeRegistry& r) {
+  graph::NodeDef d{"CSVDataset",
+                   "Data",
+                   "Load a CSV file (header row) into a dataset: numeric feature columns and one target column.",
+                   {},
+                   {def::out("dataset", DataType::kDataset, "Loaded dataset")},
+                   {def::required(def::text("path", "", "CSV file, relative to the graph file")),
+                    def::text("target_column", "", "Target column (empty = last column)"),
+                    def::text("include_columns", "", "Comma-separated feature columns (empty = all others)"),
+                    def::select("task", "classification", {"classification", "regression"},
+                                "Class labels (int64) or numeric targets (float32)"),
+                    max_samples_param()}};
+  r.add(
+      std::move(d),
+      [](NodeContext& ctx) {
+        train::CsvOptions o;
+        o.target_column = ctx.param_string("target_column");
+        const std::string cols = ctx.param_string("include_columns");
+        size_t start = 0;
+        while (start < cols.size()) {
+          size_t end = cols.find(',', start);
+          if (end == std::string::npos) end = cols.size();
+          std::string c = cols.substr(start, end - start);
+          c.erase(0, c.find_first_not_of(" \t"));
+          c.erase(c.find_last_not_of(" \t") + 1);
+          if (!c.empty()) o.feature_columns.push_back(c);
+          start = end + 1;
+        }
+        o.classification = ctx.param_string("task") == "classification";
+        const auto path = ctx.param_path("path");
+        train::Dataset ds;
+        try {
+          ds = train::load_csv(path, o);
+        } catch (const std::exception& e) {
+          NodeContext::fail_param("path", e.what());
+        }
+        return ValueMap{{"dataset", std::make_shared<const train::Dataset>(
+                                        take_first(std::move(ds), ctx.param_int("max_samples")))}};
+      },
+      def::files_fingerprint({"path"}));
+}
+
+void register_toy_dataset(NodeRegistry& r) {
+  r.add({"ToyDataset",
+         "Data",
          "Generate a small dataset: Gaussian blobs (classification) or a noisy linear target (regression).",
-         {}, {def::out("dataset", DataType::kDataset, "Generated dataset")},
+         {},
+         {def::out("dataset", DataType::kDataset, "Generated dataset")},
          {def::select("task", "classification", {"classification", "regression"}, "Kind of data"),
           def::integer("n_samples", 1000, "Number of samples", 1, 10000000),
           def::integer("n_features", 2, "Features per sample", 1, 100000),
@@ -125,28 +138,39 @@ void register_data_nodes(NodeRegistry& r) {
           o.seed = static_cast<uint64_t>(ctx.param_int("seed"));
           return ValueMap{{"dataset", std::make_shared<const train::Dataset>(train::make_synthetic(o))}};
         });
-  {
-    graph::NodeDef d{"DataLoader", "Data",
-                     "Split a dataset into batches; the shuffle order follows (seed, epoch), so runs repeat exactly.",
-                     {def::in("dataset", DataType::kDataset, "Dataset to batch")},
-                     {def::out("dataloader", DataType::kDataLoader, "Batches for training")},
-                     {def::integer("batch_size", 32, "Samples per batch", 1),
-                      def::boolean("shuffle", true, "Shuffle data at every epoch"),
-                      def::integer("num_workers", 0, "Accepted for CodefyUI graphs; batches are cut in memory", 0),
-                      def::advanced(def::boolean("drop_last", false, "Drop the last, short batch")),
-                      def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
-    d.cacheable = false;
-    r.add(std::move(d), [](NodeContext& ctx) {
-      train::DataLoaderOptions o;
-      o.batch_size = ctx.param_int("batch_size");
-      o.shuffle = ctx.param_bool("shuffle");
-      o.drop_last = ctx.param_bool("drop_last");
-      const int64_t seed = ctx.param_int("seed");
-      o.seed = seed >= 0 ? static_cast<uint64_t>(seed) : node_seed(ctx.run().seed, ctx.node().id);
-      const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
-      return ValueMap{{"dataloader", std::make_shared<const train::DataLoader>(ds, o)}};
-    });
-  }
+}
+
+void register_data_loader(NodeRegistry& r) {
+  graph::NodeDef d{"DataLoader",
+                   "Data",
+                   "Split a dataset into batches; the shuffle order follows (seed, epoch), so runs repeat exactly.",
+                   {def::in("dataset", DataType::kDataset, "Dataset to batch")},
+                   {def::out("dataloader", DataType::kDataLoader, "Batches for training")},
+                   {def::integer("batch_size", 32, "Samples per batch", 1),
+                    def::boolean("shuffle", true, "Shuffle data at every epoch"),
+                    def::integer("num_workers", 0, "Accepted for CodefyUI graphs; batches are cut in memory", 0),
+                    def::advanced(def::boolean("drop_last", false, "Drop the last, short batch")),
+                    def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    train::DataLoaderOptions o;
+    o.batch_size = ctx.param_int("batch_size");
+    o.shuffle = ctx.param_bool("shuffle");
+    o.drop_last = ctx.param_bool("drop_last");
+    const int64_t seed = ctx.param_int("seed");
+    o.seed = seed >= 0 ? static_cast<uint64_t>(seed) : ctx.seed();
+    const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
+    return ValueMap{{"dataloader", std::make_shared<const train::DataLoader>(ds, o)}};
+  });
+}
+
+}  // namespace
+
+void nodes::register_data_nodes(NodeRegistry& r) {
+  register_dataset(r);
+  register_csv_dataset(r);
+  register_toy_dataset(r);
+  register_data_loader(r);
 }
 
 }  // namespace codefy

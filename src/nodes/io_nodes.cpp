@@ -1,8 +1,9 @@
-// IO: ModelSaver, ModelLoader, Inference, Visualize.
-#include "engine/node.h"
-#include "nodes/plot.h"
+// IO: ModelSaver, ModelLoader, Inference, CheckpointSaver, CheckpointLoader, and Visualize.
+#include "nodes/library.h"
+#include "plot/plot.h"
 #include "train/checkpoint.h"
 #include "train/serialize.h"
+#include "util/text.h"
 
 #include <torch/torch.h>
 
@@ -12,223 +13,272 @@ using graph::DataType;
 
 namespace {
 
-/// A tensor from whatever Visualize was given: a tensor, a number, a list of numbers.
-torch::Tensor as_tensor(const Value& v) {
+/// A tensor from whatever Visualize was given on input `port`: a tensor, a number, a list of numbers.
+torch::Tensor as_tensor(const Value& v, const std::string& port) {
   if (const auto* t = std::get_if<torch::Tensor>(&v)) return t->detach().to(torch::kCPU).to(torch::kFloat);
   if (const auto* d = std::get_if<double>(&v)) return torch::tensor({static_cast<float>(*d)});
   if (const auto* j = std::get_if<nlohmann::json>(&v)) {
     if (j->is_array()) {
       std::vector<float> values;
       for (const auto& x : *j) {
-        if (!x.is_number()) NodeContext::fail("input \"data\"", "a list to plot must hold numbers only");
+        if (!x.is_number()) NodeContext::fail_input(port, "a list to plot must hold numbers only");
         values.push_back(x.get<float>());
       }
       return torch::tensor(values);
     }
   }
-  NodeContext::fail("input \"data\"", std::string("cannot plot a ") + value_kind(v) + "; give a tensor or a list of numbers");
+  NodeContext::fail_input(port, std::string("cannot plot a ") + value_kind(v) + "; give a tensor or a list of numbers");
 }
 
-}  // namespace
+void register_model_saver(NodeRegistry& r) {
+  graph::NodeDef d{"ModelSaver",
+                   "IO",
+                   "Save model weights (state_dict) to .pt/.pth (readable by Python's torch.load) or .safetensors. "
+                   "The file is written whole or not at all.",
+                   {def::in("model", DataType::kModel, "Model to save")},
+                   {def::out("path", DataType::kString, "Path of the saved file"),
+                    def::out("model", DataType::kModel, "Pass-through model")},
+                   {def::text("path", "model_weights.pt", "File to write, relative to the graph file"),
+                    def::select("save_mode", "state_dict", {"state_dict"}, "What to save"),
+                    def::select("format", "pytorch", {"pytorch", "safetensors"}, "File format")}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    auto path = ctx.param_path("path");
+    if (ctx.param_string("format") == "safetensors") path.replace_extension(".safetensors");
+    try {
+      if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+      train::save_weights(path, train::state_dict(*model));
+    } catch (const std::exception& e) {
+      NodeContext::fail_param("path", e.what());
+    }
+    return ValueMap{{"path", path.string()}, {"model", model}};
+  });
+}
 
-void register_io_nodes(NodeRegistry& r) {
-  {
-    graph::NodeDef d{"ModelSaver", "IO",
-                     "Save model weights (state_dict) to .pt/.pth (readable by Python's torch.load) or .safetensors. "
-                     "The file is written whole or not at all.",
-                     {def::in("model", DataType::kModel, "Model to save")},
-                     {def::out("path", DataType::kString, "Path of the saved file"),
-                      def::out("model", DataType::kModel, "Pass-through model")},
-                     {def::text("path", "model_weights.pt", "File to write, relative to the graph file"),
-                      def::select("save_mode", "state_dict", {"state_dict"}, "What to save"),
-                      def::select("format", "pytorch", {"pytorch", "safetensors"}, "File format")}};
-    d.cacheable = false;
-    r.add(std::move(d), [](NodeContext& ctx) {
-      auto model = ctx.input_as<train::ModelPtr>("model");
-      auto path = ctx.param_path("path");
-      if (ctx.param_string("format") == "safetensors") path.replace_extension(".safetensors");
-      try {
-        if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-        train::save_weights(path, train::state_dict(*model));
-      } catch (const std::exception& e) {
-        NodeContext::fail_param("path", e.what());
+void register_model_loader(NodeRegistry& r) {
+  graph::NodeDef d{"ModelLoader",
+                   "IO",
+                   "Load weights from a .pt/.pth (PyTorch state_dict) or .safetensors file into a model.",
+                   {def::in("model", DataType::kModel, "Model to load into (its architecture must match)", true)},
+                   {def::out("model", DataType::kModel, "Model with the loaded weights")},
+                   {def::file("path", "", "Weights file, relative to the graph file"),
+                    def::select("load_mode", "state_dict", {"state_dict"}, "What the file holds"),
+                    def::device("Where to put the model"), def::boolean("strict", true, "Every key must match")}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    if (!ctx.has_input("model"))
+      NodeContext::fail_input("model", "state_dict mode needs a model: connect the model the weights belong to");
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    const auto path = ctx.param_path("path");
+    train::StateDict dict;
+    try {
+      dict = train::load_weights(path);
+    } catch (const std::exception& e) {
+      NodeContext::fail_param("path", e.what());
+    }
+    if (!ctx.param_bool("strict")) {
+      // Keep only keys the model has, with matching shapes.
+      const auto own = train::state_dict(*model);
+      train::StateDict kept;
+      for (auto& [k, v] : dict)
+        for (const auto& [ok, ov] : own)
+          if (ok == k && ov.sizes() == v.sizes()) kept.emplace_back(k, v);
+      for (const auto& [ok, ov] : own) {
+        bool found = false;
+        for (const auto& [k, v] : kept) found = found || k == ok;
+        if (!found) kept.emplace_back(ok, ov);
       }
-      return ValueMap{{"path", path.string()}, {"model", model}};
-    });
-  }
-  {
-    graph::NodeDef d{"ModelLoader", "IO",
-                     "Load weights from a .pt/.pth (PyTorch state_dict) or .safetensors file into a model.",
-                     {def::in("model", DataType::kModel, "Model to load into (its architecture must match)", true)},
-                     {def::out("model", DataType::kModel, "Model with the loaded weights")},
-                     {def::text("path", "", "Weights file, relative to the graph file"),
-                      def::select("load_mode", "state_dict", {"state_dict"}, "What the file holds"),
-                      def::device("Where to put the model"),
-                      def::boolean("strict", true, "Every key must match")}};
-    d.params[0].type = graph::ParamType::kModelFile;
-    d.params[0].required = true;
-    d.cacheable = false;
-    r.add(std::move(d), [](NodeContext& ctx) {
-      if (!ctx.has_input("model"))
-        NodeContext::fail("input \"model\"", "state_dict mode needs a model: connect the model the weights belong to");
-      auto model = ctx.input_as<train::ModelPtr>("model");
-      const auto path = ctx.param_path("path");
-      train::StateDict dict;
-      try {
-        dict = train::load_weights(path);
-      } catch (const std::exception& e) {
-        NodeContext::fail_param("path", e.what());
-      }
-      if (!ctx.param_bool("strict")) {
-        // Keep only keys the model has, with matching shapes.
-        const auto own = train::state_dict(*model);
-        train::StateDict kept;
-        for (auto& [k, v] : dict)
-          for (const auto& [ok, ov] : own)
-            if (ok == k && ov.sizes() == v.sizes()) kept.emplace_back(k, v);
-        for (const auto& [ok, ov] : own) {
-          bool found = false;
-          for (const auto& [k, v] : kept) found = found || k == ok;
-          if (!found) kept.emplace_back(ok, ov);
-        }
-        dict = std::move(kept);
-      }
-      try {
-        train::load_state_dict(*model, dict);
-      } catch (const std::exception& e) {
-        NodeContext::fail_param("path", path.string() + ": " + e.what());
-      }
+      dict = std::move(kept);
+    }
+    try {
+      train::load_state_dict(*model, dict);
+    } catch (const std::exception& e) {
+      NodeContext::fail_param("path", path.string() + ": " + e.what());
+    }
+    model->to(ctx.device());
+    return ValueMap{{"model", model}};
+  });
+}
+
+void register_inference(NodeRegistry& r) {
+  graph::NodeDef d{
+      "Inference",
+      "IO",
+      "Run a trained model forward on a tensor (eval mode, no gradients).",
+      {def::in("model", DataType::kModel, "Trained model"), def::in("input", DataType::kTensor, "Input batch")},
+      {def::out("output", DataType::kTensor, "Model prediction (raw outputs)"),
+       def::out("model", DataType::kModel, "Pass-through model")},
+      {def::device("Where to run")}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    const auto& x = ctx.input_as<torch::Tensor>("input");
+    const c10::Device device = ctx.device();
+    torch::NoGradGuard no_grad;
+    model->to(device);
+    model->eval();
+    return ValueMap{{"output", model->forward(x.to(device))}, {"model", model}};
+  });
+}
+
+void register_checkpoint_saver(NodeRegistry& r) {
+  graph::NodeDef d{"CheckpointSaver",
+                   "IO",
+                   "Save a training checkpoint: weights, optimizer state, epoch, counters, seeds, schedule and "
+                   "gradient-scaler state. Wire TrainingLoop's model, optimizer, metrics (and grad_scaler_state "
+                   "for fp16); a CheckpointLoader later resumes to the same weights as one uninterrupted run.",
+                   {def::in("model", DataType::kModel, "Model to save"),
+                    def::in("optimizer", DataType::kOptimizer, "Optimizer (its state is saved)"),
+                    def::in("losses", DataType::kTensor, "Loss history", true),
+                    def::in("grad_scaler_state", DataType::kAny, "fp16 gradient scaler state", true),
+                    def::in("metrics", DataType::kAny, "TrainingLoop metrics: epoch, counters, seeds, schedule", true)},
+                   {def::out("path", DataType::kString, "Path of the saved checkpoint"),
+                    def::out("model", DataType::kModel, "Pass-through model")},
+                   {def::text("path", "checkpoint.ckpt", "File to write, relative to the graph file"),
+                    def::integer("epoch", 0, "Epoch to record (0 = the one TrainingLoop's metrics report)", 0)}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    const auto& opt = ctx.input_as<train::OptimizerPtr>("optimizer");
+    if (opt->model != model)
+      NodeContext::fail_input("optimizer", "the optimizer belongs to another model than the one being saved");
+    train::Checkpoint c;
+    c.model = train::state_dict(*model);
+    c.optimizer_state = train::save_optimizer_state(*opt->optimizer);
+    nlohmann::json metrics = nlohmann::json::object();
+    if (const auto* m = ctx.input_if<nlohmann::json>("metrics")) metrics = *m;
+    int64_t epoch = ctx.param_int("epoch");
+    if (epoch == 0) epoch = metrics.value("last_epoch", int64_t{0});
+    c.meta = {{"format", "codefy-checkpoint"},
+              {"epoch", epoch},
+              {"optimizer", opt->type},
+              {"metrics", metrics},
+              {"grad_scaler_state", nlohmann::json()}};
+    if (const auto* s = ctx.input_if<nlohmann::json>("grad_scaler_state")) c.meta["grad_scaler_state"] = *s;
+    if (const auto* l = ctx.input_if<torch::Tensor>("losses")) {
+      auto t = l->detach().to(torch::kCPU).to(torch::kDouble).contiguous();
+      c.meta["losses"] = std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+    }
+    const auto path = ctx.param_path("path");
+    try {
+      train::save_checkpoint(path, c);
+    } catch (const std::exception& e) {
+      NodeContext::fail_param("path", e.what());
+    }
+    return ValueMap{{"path", path.string()}, {"model", model}};
+  });
+}
+
+void register_checkpoint_loader(NodeRegistry& r) {
+  graph::NodeDef d{"CheckpointLoader",
+                   "IO",
+                   "Load a checkpoint into a model and its optimizer to resume training: connect resume_state to "
+                   "TrainingLoop (whose epochs is the total), and it continues exactly where the saved run was.",
+                   {def::in("model", DataType::kModel, "Model with the checkpoint's architecture"),
+                    def::in("optimizer", DataType::kOptimizer, "Optimizer of that model, same type as saved")},
+                   {def::out("model", DataType::kModel, "Model with the saved weights"),
+                    def::out("optimizer", DataType::kOptimizer, "Optimizer with the saved state"),
+                    def::out("epoch", DataType::kScalar, "Epochs completed when saved"),
+                    def::out("losses", DataType::kTensor, "Saved loss history"),
+                    def::out("grad_scaler_state", DataType::kAny, "Saved fp16 gradient scaler state (or null)"),
+                    def::out("resume_state", DataType::kAny, "Counters, seeds and schedule for TrainingLoop")},
+                   {def::file("path", "checkpoint.ckpt", "Checkpoint file, relative to the graph file"),
+                    def::device("Where to put the model")}};
+  d.cacheable = false;
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    const auto& opt = ctx.input_as<train::OptimizerPtr>("optimizer");
+    const auto path = ctx.param_path("path");
+    train::Checkpoint c;
+    try {
+      c = train::load_checkpoint(path);
+    } catch (const std::exception& e) {
+      NodeContext::fail_param("path", e.what());
+    }
+    const std::string saved_type = c.meta.value("optimizer", "");
+    if (saved_type != opt->type)
+      NodeContext::fail_input("optimizer",
+                              "the checkpoint holds " + saved_type + " state, but this optimizer is " + opt->type);
+    try {
+      train::load_state_dict(*model, c.model);
       model->to(ctx.device());
-      return ValueMap{{"model", model}};
-    });
-  }
-  {
-    graph::NodeDef d{"Inference", "IO", "Run a trained model forward on a tensor (eval mode, no gradients).",
-                     {def::in("model", DataType::kModel, "Trained model"), def::in("input", DataType::kTensor, "Input batch")},
-                     {def::out("output", DataType::kTensor, "Model prediction (raw outputs)"),
-                      def::out("model", DataType::kModel, "Pass-through model")},
-                     {def::device("Where to run")}};
-    d.cacheable = false;
-    r.add(std::move(d), [](NodeContext& ctx) {
-      auto model = ctx.input_as<train::ModelPtr>("model");
-      const auto& x = ctx.input_as<torch::Tensor>("input");
-      const c10::Device device = ctx.device();
-      torch::NoGradGuard no_grad;
-      model->to(device);
-      model->eval();
-      return ValueMap{{"output", model->forward(x.to(device))}, {"model", model}};
-    });
-  }
-  {
-    graph::NodeDef d{"CheckpointSaver", "IO",
-                     "Save a training checkpoint: weights, optimizer state, epoch, counters, seeds, schedule and "
-                     "gradient-scaler state. Wire TrainingLoop's model, optimizer, metrics (and grad_scaler_state "
-                     "for fp16); a CheckpointLoader later resumes to the same weights as one uninterrupted run.",
-                     {def::in("model", DataType::kModel, "Model to save"),
-                      def::in("optimizer", DataType::kOptimizer, "Optimizer (its state is saved)"),
-                      def::in("losses", DataType::kTensor, "Loss history", true),
-                      def::in("grad_scaler_state", DataType::kAny, "fp16 gradient scaler state", true),
-                      def::in("metrics", DataType::kAny, "TrainingLoop metrics: epoch, counters, seeds, schedule", true)},
-                     {def::out("path", DataType::kString, "Path of the saved checkpoint"),
-                      def::out("model", DataType::kModel, "Pass-through model")},
-                     {def::text("path", "checkpoint.ckpt", "File to write, relative to the graph file"),
-                      def::integer("epoch", 0, "Epoch to record (0 = the one TrainingLoop's metrics report)", 0)}};
-    d.cacheable = false;
-    r.add(std::move(d), [](NodeContext& ctx) {
-      auto model = ctx.input_as<train::ModelPtr>("model");
-      const auto& opt = ctx.input_as<train::OptimizerPtr>("optimizer");
-      if (opt->model != model)
-        NodeContext::fail("input \"optimizer\"", "the optimizer belongs to another model than the one being saved");
-      train::Checkpoint c;
-      c.model = train::state_dict(*model);
-      c.optimizer_state = train::save_optimizer_state(*opt->optimizer);
-      nlohmann::json metrics = nlohmann::json::object();
-      if (const auto* m = ctx.input_if<nlohmann::json>("metrics")) metrics = *m;
-      int64_t epoch = ctx.param_int("epoch");
-      if (epoch == 0) epoch = metrics.value("last_epoch", int64_t{0});
-      c.meta = {{"format", "codefy-checkpoint"}, {"epoch", epoch}, {"optimizer", opt->type},
-                {"metrics", metrics}, {"grad_scaler_state", nlohmann::json()}};
-      if (const auto* s = ctx.input_if<nlohmann::json>("grad_scaler_state")) c.meta["grad_scaler_state"] = *s;
-      if (const auto* l = ctx.input_if<torch::Tensor>("losses")) {
-        auto t = l->detach().to(torch::kCPU).to(torch::kDouble).contiguous();
-        c.meta["losses"] = std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
-      }
-      const auto path = ctx.param_path("path");
-      try {
-        train::save_checkpoint(path, c);
-      } catch (const std::exception& e) {
-        NodeContext::fail_param("path", e.what());
-      }
-      return ValueMap{{"path", path.string()}, {"model", model}};
-    });
-  }
-  {
-    graph::NodeDef d{"CheckpointLoader", "IO",
-                     "Load a checkpoint into a model and its optimizer to resume training: connect resume_state to "
-                     "TrainingLoop (whose epochs is the total), and it continues exactly where the saved run was.",
-                     {def::in("model", DataType::kModel, "Model with the checkpoint's architecture"),
-                      def::in("optimizer", DataType::kOptimizer, "Optimizer of that model, same type as saved")},
-                     {def::out("model", DataType::kModel, "Model with the saved weights"),
-                      def::out("optimizer", DataType::kOptimizer, "Optimizer with the saved state"),
-                      def::out("epoch", DataType::kScalar, "Epochs completed when saved"),
-                      def::out("losses", DataType::kTensor, "Saved loss history"),
-                      def::out("grad_scaler_state", DataType::kAny, "Saved fp16 gradient scaler state (or null)"),
-                      def::out("resume_state", DataType::kAny, "Counters, seeds and schedule for TrainingLoop")},
-                     {def::text("path", "checkpoint.ckpt", "Checkpoint file, relative to the graph file"),
-                      def::device("Where to put the model")}};
-    d.params[0].type = graph::ParamType::kModelFile;
-    d.params[0].required = true;
-    d.cacheable = false;
-    r.add(std::move(d), [](NodeContext& ctx) {
-      auto model = ctx.input_as<train::ModelPtr>("model");
-      const auto& opt = ctx.input_as<train::OptimizerPtr>("optimizer");
-      const auto path = ctx.param_path("path");
-      train::Checkpoint c;
-      try {
-        c = train::load_checkpoint(path);
-      } catch (const std::exception& e) {
-        NodeContext::fail_param("path", e.what());
-      }
-      const std::string saved_type = c.meta.value("optimizer", "");
-      if (saved_type != opt->type)
-        NodeContext::fail("input \"optimizer\"", "the checkpoint holds " + saved_type + " state, but this optimizer is " +
-                                                     opt->type);
-      try {
-        train::load_state_dict(*model, c.model);
-        model->to(ctx.device());
-        train::load_optimizer_state(*opt->optimizer, c.optimizer_state);
-      } catch (const std::exception& e) {
-        NodeContext::fail_param("path", path.string() + ": " + e.what());
-      }
-      nlohmann::json resume = c.meta.value("metrics", nlohmann::json::object());
-      resume["last_epoch"] = c.meta.value("epoch", int64_t{0});
-      resume["grad_scaler_state"] = c.meta.value("grad_scaler_state", nlohmann::json());
-      const auto losses = c.meta.value("losses", std::vector<double>{});
-      return ValueMap{{"model", model},
-                      {"optimizer", opt},
-                      {"epoch", static_cast<double>(resume["last_epoch"].get<int64_t>())},
-                      {"losses", torch::tensor(std::vector<float>(losses.begin(), losses.end()), torch::kFloat)},
-                      {"grad_scaler_state", resume["grad_scaler_state"]},
-                      {"resume_state", resume}};
-    });
-  }
-  r.add({"Visualize", "Utility", "Plot data as a line, histogram, heatmap or image (a base64 PNG).",
-         {def::in("data", DataType::kAny, "Tensor or list of numbers")},
+      train::load_optimizer_state(*opt->optimizer, c.optimizer_state);
+    } catch (const std::exception& e) {
+      NodeContext::fail_param("path", path.string() + ": " + e.what());
+    }
+    nlohmann::json resume = c.meta.value("metrics", nlohmann::json::object());
+    resume["last_epoch"] = c.meta.value("epoch", int64_t{0});
+    resume["grad_scaler_state"] = c.meta.value("grad_scaler_state", nlohmann::json());
+    const auto losses = c.meta.value("losses", std::vector<double>{});
+    return ValueMap{{"model", model},
+                    {"optimizer", opt},
+                    {"epoch", static_cast<double>(resume["last_epoch"].get<int64_t>())},
+                    {"losses", torch::tensor(std::vector<float>(losses.begin(), losses.end()), torch::kFloat)},
+                    {"grad_scaler_state", resume["grad_scaler_state"]},
+                    {"resume_state", resume}};
+  });
+}
+
+void register_visualize(NodeRegistry& r) {
+  r.add({"Visualize",
+         "Utility",
+         "Plot data as a line, histogram, heatmap or image (a base64 PNG). A loss history (TrainingLoop's losses, "
+         "its val_losses beside them) is drawn over epochs 1, 2, 3...",
+         {def::in("data", DataType::kAny, "Tensor or list of numbers"),
+          def::in("val_losses", DataType::kAny,
+                  "Validation loss per epoch (TrainingLoop's val_losses): a second line beside data, with a legend",
+                  true)},
          {def::out("image", DataType::kString, "Base64-encoded PNG image")},
          {def::text("title", "", "Plot title"),
-          def::select("plot_type", "line", {"line", "histogram", "heatmap", "image"}, "Kind of plot")}},
+          def::select("plot_type", "line", {"line", "histogram", "heatmap", "image"}, "Kind of plot"),
+          def::select("x_axis", "auto", {"auto", "epoch", "index"},
+                      "Line plots: epoch counts from 1 for a loss history per epoch, index from 0; auto is epoch "
+                      "when data is TrainingLoop's losses or val_losses is connected, index otherwise")}},
         [](NodeContext& ctx) {
           plot::PlotRequest req;
           req.kind = ctx.param_string("plot_type");
           req.title = ctx.param_string("title");
+          const bool has_val = ctx.has_input("val_losses");
+          const std::string x_axis = ctx.param_string("x_axis");
+          const InputSource* source = ctx.input_source("data");
+          const bool from_training = source && source->node_type == "TrainingLoop" &&
+                                     (source->port == "losses" || source->port == "val_losses");
+          const bool loss_history = x_axis == "epoch" || (x_axis == "auto" && (has_val || from_training));
+          if (loss_history) {
+            req.x_axis = plot::XAxis::kEpoch;
+            req.y_label = "Loss";
+          }
+          const torch::Tensor data = as_tensor(ctx.input("data"), "data");
+          std::vector<plot::Series> series{{loss_history ? "training loss" : "data", data}};
+          if (has_val) {
+            const torch::Tensor val = as_tensor(ctx.input("val_losses"), "val_losses");
+            // TrainingLoop gives an empty history when it had no validation data.
+            if (val.numel() > 0 && req.kind == "line") {
+              series.push_back({loss_history ? "validation loss" : "val_losses", val});
+            } else if (val.numel() > 0) {
+              ctx.warn("val_losses is drawn on line plots only; the " + req.kind + " shows data alone");
+            }
+          }
           std::string png;
           try {
-            png = plot::render_png(as_tensor(ctx.input("data")), req);
+            png = series.size() > 1 ? plot::render_lines_png(series, req) : plot::render_png(data, req);
           } catch (const std::invalid_argument& e) {
-            NodeContext::fail("input \"data\"", e.what());
+            NodeContext::fail_input("data", e.what());
           }
-          return ValueMap{{"image", plot::base64_encode(png)}};
+          return ValueMap{{"image", util::base64_encode(png)}};
         });
+}
+
+}  // namespace
+
+void nodes::register_io_nodes(NodeRegistry& r) {
+  register_model_saver(r);
+  register_model_loader(r);
+  register_inference(r);
+  register_checkpoint_saver(r);
+  register_checkpoint_loader(r);
+  register_visualize(r);
 }
 
 }  // namespace codefy

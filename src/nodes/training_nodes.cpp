@@ -1,6 +1,5 @@
 // Training: Loss, Optimizer, LRScheduler, TrainingLoop, EvaluateModel.
-#include "engine/executor.h"
-#include "engine/node.h"
+#include "nodes/library.h"
 
 #include "device/memory.h"
 #include "train/trainer.h"
@@ -36,8 +35,11 @@ std::vector<double> parse_numbers(const std::string& s, const std::string& param
 }
 
 void register_loss(NodeRegistry& r) {
-  r.add({"Loss", "Training", "Create a loss function (mean over the batch).",
-         {}, {def::out("loss_fn", DataType::kLossFn, "Loss function")},
+  r.add({"Loss",
+         "Training",
+         "Create a loss function (mean over the batch).",
+         {},
+         {def::out("loss_fn", DataType::kLossFn, "Loss function")},
          {def::select("type", "CrossEntropyLoss", train::loss_types(), "Loss function"),
           def::number("label_smoothing", 0.0, "CrossEntropyLoss label smoothing", 0.0, 1.0),
           def::advanced(def::number("beta", 1.0, "SmoothL1Loss beta", 0.0)),
@@ -55,7 +57,9 @@ void register_loss(NodeRegistry& r) {
 }
 
 void register_optimizer(NodeRegistry& r) {
-  graph::NodeDef d{"Optimizer", "Training", "Create an optimizer for a model's parameters.",
+  graph::NodeDef d{"Optimizer",
+                   "Training",
+                   "Create an optimizer for a model's parameters.",
                    {def::in("model", DataType::kModel, "Model whose parameters it updates")},
                    {def::out("optimizer", DataType::kOptimizer, "Optimizer (its state lives on through training)")},
                    {def::select("type", "Adam", train::optimizer_types(), "Algorithm"),
@@ -104,24 +108,26 @@ void register_optimizer(NodeRegistry& r) {
 }
 
 void register_scheduler(NodeRegistry& r) {
-  graph::NodeDef d{"LRScheduler", "Training",
-                   "Create a learning-rate schedule for an optimizer. OneCycleLR and warmup step per optimizer "
-                   "update, the others per epoch.",
-                   {def::in("optimizer", DataType::kOptimizer, "Optimizer whose learning rate it sets")},
-                   {def::out("scheduler", DataType::kAny, "Configured LR scheduler")},
-                   {def::select("type", "StepLR", train::scheduler_types(), "Schedule"),
-                    def::integer("step_size", 10, "StepLR: epochs between decays", 1),
-                    def::number("gamma", 0.1, "Decay factor (StepLR, MultiStepLR, ExponentialLR; ReduceLROnPlateau's factor)", 0.0),
-                    def::integer("T_max", 50, "CosineAnnealingLR: epochs of one half cosine", 1),
-                    def::number("max_lr", 0.01, "OneCycleLR: peak learning rate", 0.0),
-                    def::integer("total_steps", 0, "OneCycleLR: updates in the cycle (0 = epochs x batches)", 0),
-                    def::advanced(def::text("milestones", "", "MultiStepLR: comma-separated epochs (empty = step_size x 1..4)")),
-                    def::advanced(def::number("eta_min", 0.0, "CosineAnnealingLR: minimum learning rate", 0.0)),
-                    def::advanced(def::number("pct_start", 0.3, "OneCycleLR: fraction of the cycle spent rising", 0.0, 1.0)),
-                    def::advanced(def::integer("patience", 10, "ReduceLROnPlateau: epochs without improvement", 0)),
-                    def::advanced(def::number("min_lr", 0.0, "ReduceLROnPlateau: lower bound", 0.0)),
-                    def::advanced(def::integer("warmup_steps", 0, "Linear warmup over this many updates (any type)", 0)),
-                    def::advanced(def::number("warmup_start_factor", 0.0, "Warmup starts at lr x this factor", 0.0, 1.0))}};
+  graph::NodeDef d{
+      "LRScheduler",
+      "Training",
+      "Create a learning-rate schedule for an optimizer. OneCycleLR and warmup step per optimizer "
+      "update, the others per epoch.",
+      {def::in("optimizer", DataType::kOptimizer, "Optimizer whose learning rate it sets")},
+      {def::out("scheduler", DataType::kAny, "Configured LR scheduler")},
+      {def::select("type", "StepLR", train::scheduler_types(), "Schedule"),
+       def::integer("step_size", 10, "StepLR: epochs between decays", 1),
+       def::number("gamma", 0.1, "Decay factor (StepLR, MultiStepLR, ExponentialLR; ReduceLROnPlateau's factor)", 0.0),
+       def::integer("T_max", 50, "CosineAnnealingLR: epochs of one half cosine", 1),
+       def::number("max_lr", 0.01, "OneCycleLR: peak learning rate", 0.0),
+       def::integer("total_steps", 0, "OneCycleLR: updates in the cycle (0 = epochs x batches)", 0),
+       def::advanced(def::text("milestones", "", "MultiStepLR: comma-separated epochs (empty = step_size x 1..4)")),
+       def::advanced(def::number("eta_min", 0.0, "CosineAnnealingLR: minimum learning rate", 0.0)),
+       def::advanced(def::number("pct_start", 0.3, "OneCycleLR: fraction of the cycle spent rising", 0.0, 1.0)),
+       def::advanced(def::integer("patience", 10, "ReduceLROnPlateau: epochs without improvement", 0)),
+       def::advanced(def::number("min_lr", 0.0, "ReduceLROnPlateau: lower bound", 0.0)),
+       def::advanced(def::integer("warmup_steps", 0, "Linear warmup over this many updates (any type)", 0)),
+       def::advanced(def::number("warmup_start_factor", 0.0, "Warmup starts at lr x this factor", 0.0, 1.0))}};
   d.cacheable = false;
   r.add(std::move(d), [](NodeContext& ctx) {
     auto opt = ctx.input_as<train::OptimizerPtr>("optimizer");
@@ -133,7 +139,8 @@ void register_scheduler(NodeRegistry& r) {
     o.t_max = ctx.param_int("T_max");
     o.max_lr = ctx.param_float("max_lr");
     o.total_steps = ctx.param_int("total_steps");
-    for (double m : parse_numbers(ctx.param_string("milestones"), "milestones")) o.milestones.push_back(static_cast<int64_t>(m));
+    for (double m : parse_numbers(ctx.param_string("milestones"), "milestones"))
+      o.milestones.push_back(static_cast<int64_t>(m));
     if (o.milestones.empty())
       for (int64_t i = 1; i <= 4; ++i) o.milestones.push_back(o.step_size * i);
     o.eta_min = ctx.param_float("eta_min");
@@ -150,7 +157,8 @@ void register_scheduler(NodeRegistry& r) {
 
 void register_training_loop(NodeRegistry& r) {
   graph::NodeDef d{
-      "TrainingLoop", "Training",
+      "TrainingLoop",
+      "Training",
       "Train a model: epochs of mini-batches with optional validation, early stopping, learning-rate schedule and "
       "gradient clipping. Stop ends it between batches; the optimizer's state carries on.",
       {def::in("model", DataType::kModel, "Model to train"),
@@ -163,7 +171,8 @@ void register_training_loop(NodeRegistry& r) {
                "fp16 gradient scaler state to continue from (from CheckpointLoader); fp32/bf16 need none", true),
        def::in("resume_state", DataType::kAny,
                "From CheckpointLoader: continue at the saved epoch with the saved counters, seeds and schedule, "
-               "landing on the same weights as one uninterrupted run", true)},
+               "landing on the same weights as one uninterrupted run",
+               true)},
       {def::out("model", DataType::kModel, "Trained model (best if early stopping)"),
        def::out("losses", DataType::kTensor, "Training loss per epoch"),
        def::out("val_losses", DataType::kTensor, "Validation loss per epoch (empty without val_dataloader)"),
@@ -181,7 +190,8 @@ void register_training_loop(NodeRegistry& r) {
                                  "warning where the device cannot")),
        def::advanced(def::integer("accumulate_steps", 1,
                                   "Micro-batches per optimizer update: batch 8 x 4 equals batch 32 with a quarter of "
-                                  "the activation memory", 1)),
+                                  "the activation memory",
+                                  1)),
        def::advanced(def::integer("max_steps", 0, "Stop after this many optimizer updates (0 = no limit)", 0)),
        def::advanced(def::select("strategy", "single", {"single", "ddp"},
                                  "ddp: one process per card (not yet available; runs single with a warning)")),
@@ -196,9 +206,9 @@ void register_training_loop(NodeRegistry& r) {
     const train::DataLoaderPtr* val = ctx.input_if<train::DataLoaderPtr>("val_dataloader");
     const train::SchedulerPtr* sched = ctx.input_if<train::SchedulerPtr>("lr_scheduler");
     if (opt->model != model)
-      NodeContext::fail("input \"optimizer\"",
-                        "the optimizer was made for another model: connect the same model to the Optimizer's "
-                        "\"model\" input and to this TrainingLoop's \"model\" input");
+      NodeContext::fail_input("optimizer",
+                              "the optimizer was made for another model: connect the same model to the Optimizer's "
+                              "\"model\" input and to this TrainingLoop's \"model\" input");
     train::TrainOptions o;
     o.epochs = ctx.param_int("epochs");
     o.early_stopping_patience = ctx.param_int("early_stopping_patience");
@@ -220,14 +230,15 @@ void register_training_loop(NodeRegistry& r) {
     o.max_steps = ctx.param_int("max_steps");
     o.log_grad_norm = ctx.param_bool("log_grad_norm");
     if (ctx.param_string("strategy") == "ddp")
-      ctx.warn("strategy ddp is not available in this version of Codefy (no multi-process training yet); "
-               "training in a single process");
+      ctx.warn(
+          "strategy ddp is not available in this version of Codefy (no multi-process training yet); "
+          "training in a single process");
     if (const auto* state = ctx.input_if<nlohmann::json>("grad_scaler_state")) o.grad_scaler_state = *state;
-    o.seed = node_seed(ctx.run().seed, ctx.node().id);
+    o.seed = ctx.seed();
     train::DataLoaderPtr train_loader = loader;
     if (const auto* resume = ctx.input_if<nlohmann::json>("resume_state")) {
       if (!resume->is_object() || !resume->contains("last_epoch"))
-        NodeContext::fail("input \"resume_state\"", "expected the resume_state output of a CheckpointLoader");
+        NodeContext::fail_input("resume_state", "expected the resume_state output of a CheckpointLoader");
       o.start_epoch = resume->value("last_epoch", int64_t{0});
       o.initial_steps = resume->value("total_steps", int64_t{0});
       o.initial_batches = resume->value("total_batches", int64_t{0});
@@ -267,18 +278,19 @@ void register_training_loop(NodeRegistry& r) {
 }
 
 void register_evaluate(NodeRegistry& r) {
-  r.add({"EvaluateModel", "Training", "Measure a classification model's accuracy on a dataset.",
+  r.add({"EvaluateModel",
+         "Training",
+         "Measure a classification model's accuracy on a dataset.",
          {def::in("model", DataType::kModel, "Trained model"), def::in("dataset", DataType::kDataset, "Labelled data")},
          {def::out("accuracy", DataType::kScalar, "Fraction correct, in [0, 1]"),
           def::out("correct", DataType::kScalar, "Correct predictions"),
           def::out("total", DataType::kScalar, "Samples evaluated")},
-         {def::integer("batch_size", 256, "Samples per forward pass", 1),
-          def::device("Where to evaluate")}},
+         {def::integer("batch_size", 256, "Samples per forward pass", 1), def::device("Where to evaluate")}},
         [](NodeContext& ctx) {
           auto model = ctx.input_as<train::ModelPtr>("model");
           const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
           if (ds->num_classes == 0)
-            NodeContext::fail("input \"dataset\"", "accuracy needs class labels; this dataset has regression targets");
+            NodeContext::fail_input("dataset", "accuracy needs class labels; this dataset has regression targets");
           const c10::Device device = ctx.device();
           train::DataLoaderOptions o;
           o.batch_size = ctx.param_int("batch_size");
@@ -303,7 +315,7 @@ void register_evaluate(NodeRegistry& r) {
 
 }  // namespace
 
-void register_training_nodes(NodeRegistry& r) {
+void nodes::register_training_nodes(NodeRegistry& r) {
   register_loss(r);
   register_optimizer(r);
   register_scheduler(r);

@@ -1,6 +1,8 @@
+// Beast sessions: HTTP requests to the Api (bodies in memory or spooled), WebSocket /ws/execution.
 #include "server/http_server.h"
 
 #include "server/api.h"
+#include "util/text.h"
 
 #include <unistd.h>
 
@@ -72,16 +74,13 @@ Request to_request(const http::request_header<>& req, bool loopback) {
       const size_t amp = rest.find('&', start);
       const std::string pair = rest.substr(start, amp == std::string::npos ? std::string::npos : amp - start);
       const size_t eq = pair.find('=');
-      if (!pair.empty()) r.query[decode(pair.substr(0, eq), true)] = eq == std::string::npos ? "" : decode(pair.substr(eq + 1), true);
+      if (!pair.empty())
+        r.query[decode(pair.substr(0, eq), true)] = eq == std::string::npos ? "" : decode(pair.substr(eq + 1), true);
       if (amp == std::string::npos) break;
       start = amp + 1;
     }
   }
-  for (const auto& f : req) {
-    std::string name(f.name_string());
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    r.headers[name] = std::string(f.value());
-  }
+  for (const auto& f : req) r.headers[util::lower(std::string(f.name_string()))] = std::string(f.value());
   r.from_loopback = loopback;
   return r;
 }
@@ -189,9 +188,9 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ep_ec;
     const auto remote = stream_.socket().remote_endpoint(ep_ec);
     request_ = to_request(header_parser_->get().base(), !ep_ec && remote.address().is_loopback());
-    upload_ = request_.path == "/api/models/upload";
-    body_limit_ = upload_ ? options_.upload_limit + (64u << 10)  // CodefyUI's multipart envelope allowance
-                         : options_.body_limit;
+    upload_ = api_.streams_body(request_.method, request_.path);  // its route says so (an upload)
+    body_limit_ = upload_ ? options_.upload_limit + (64u << 10)   // CodefyUI's multipart envelope allowance
+                          : options_.body_limit;
     // Host and token before the body, as CodefyUI: a request that may not
     // come in is never read, spooled or answered 413.
     if (!websocket::is_upgrade(header_parser_->get())) {
@@ -202,8 +201,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (const auto declared = header_parser_->content_length(); declared && *declared > body_limit_) {
       keep_alive_ = false;  // refused before the body is read
-      return write(Response::error(413, "request body is " + std::to_string(*declared) + " bytes (max " +
-                                            std::to_string(body_limit_) + ")"));
+      return write(Response::error(
+          413, "request body is " + std::to_string(*declared) + " bytes (max " + std::to_string(body_limit_) + ")"));
     }
     if (beast::iequals(header_parser_->get()[http::field::expect], "100-continue")) {  // curl, requests
       auto res = std::make_shared<http::response<http::empty_body>>(http::status::continue_, version_);
@@ -216,7 +215,8 @@ class Session : public std::enable_shared_from_this<Session> {
     read_body();
   }
 
-  /// Reads the body into memory, or for an upload into a spool file.
+  /// Reads the body into memory, or for an upload (a route that streams its
+  /// body to disk) into a spool file.
   void read_body() {
     if (upload_ && !options_.spool_dir.empty()) {
       // An upload (up to CODEFYUI_MAX_UPLOAD_SIZE) goes to a file, never whole
@@ -273,15 +273,16 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(Response r) {
-    end_upload();  // the upload was handled (or refused): its spooled body goes
+    end_upload();           // the upload was handled (or refused): its spooled body goes
     if (!r.file.empty()) {  // streamed from disk, never read whole into memory
       http::file_body::value_type file;
       beast::error_code ec;
       file.open(r.file.c_str(), beast::file_mode::scan, ec);
       if (ec) return write(Response::error(404, "File not found: " + r.file.filename().string()));
       return send(std::make_shared<http::response<http::file_body>>(
-          std::piecewise_construct, std::make_tuple(std::move(file)),
-          std::make_tuple(static_cast<http::status>(r.status), version_)), r);
+                      std::piecewise_construct, std::make_tuple(std::move(file)),
+                      std::make_tuple(static_cast<http::status>(r.status), version_)),
+                  r);
     }
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version_);
     res->body() = std::move(r.body);
@@ -328,8 +329,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::empty_body>> header_parser_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::request_parser<http::file_body>> file_parser_;
-  Request request_;              ///< the request being read: built from its header, then given its body
-  std::filesystem::path spool_;  ///< the upload being received, removed once answered
+  Request request_;               ///< the request being read: built from its header, then given its body
+  std::filesystem::path spool_;   ///< the upload being received, removed once answered
   bool counting_upload_ = false;  ///< this session holds one of the upload slots
   Api& api_;
   const ServerOptions& options_;
@@ -337,7 +338,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool keep_alive_ = false;
   unsigned version_ = 11;
   size_t body_limit_ = 0;  ///< the limit of the request being read
-  bool upload_ = false;    ///< the request being read is an upload
+  bool upload_ = false;    ///< the request being read is an upload: its route streams the body to disk
 };
 
 }  // namespace
@@ -385,7 +386,8 @@ uint16_t HttpServer::start() {
   const uint16_t port = acc.local_endpoint().port();
   impl_->api.listen_on(impl_->options.host, port);
   impl_->accept();
-  for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i) impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+  for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
+    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
   return port;
 }
 

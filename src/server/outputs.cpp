@@ -1,6 +1,8 @@
+// The inspector's view of captured outputs: rows, slicing, value summaries.
 #include "server/outputs.h"
 
 #include "util/parse.h"
+#include "util/text.h"
 
 #include <torch/torch.h>
 
@@ -67,7 +69,8 @@ std::vector<torch::indexing::TensorIndex> parse_slice(const std::string& text) {
     const auto step = parts.size() == 3 ? slice_number(parts[2], piece) : c10::nullopt;
     if (step && *step <= 0) throw HttpError(400, "slice failed: slice step must be positive");
     // c10::optional<int64_t> converts to 2.x's optional<SymInt> too.
-    index.emplace_back(Slice(c10::optional<int64_t>(start), c10::optional<int64_t>(stop), c10::optional<int64_t>(step)));
+    index.emplace_back(
+        Slice(c10::optional<int64_t>(start), c10::optional<int64_t>(stop), c10::optional<int64_t>(step)));
   }
   return index;
 }
@@ -131,7 +134,7 @@ nlohmann::json output_values(const Value& v, const std::string& slice, int64_t m
     s = index.empty() ? *t : t->index(index);
   } catch (const c10::Error& e) {
     const std::string m = e.what_without_backtrace();
-    throw HttpError(400, "slice failed: " + m.substr(0, m.find('\n')));
+    throw HttpError(400, "slice failed: " + util::first_line(m));
   }
   if (s.numel() > max_elements)
     throw HttpError(413, "output has " + std::to_string(s.numel()) + " elements (max " + std::to_string(max_elements) +

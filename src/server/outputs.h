@@ -4,11 +4,12 @@
 #pragma once
 
 #include "engine/value.h"
+#include "server/http_message.h"
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <map>
-#include <stdexcept>
 #include <string>
 
 namespace codefy::server {
@@ -18,18 +19,9 @@ struct RunCapture {
   std::map<std::string, ValueMap> nodes;
 };
 
-/// Bytes a capture holds, each storage once across the whole run (R-MEM-2).
+/// Bytes a capture holds, each storage once across the whole run (tensors
+/// that share a storage, on one port or several, count it once).
 int64_t capture_bytes(const RunCapture& c);
-
-/// An answer other than 200, with CodefyUI's detail text.
-class HttpError : public std::runtime_error {
- public:
-  HttpError(int status, const std::string& detail) : std::runtime_error(detail), status_(status) {}
-  int status() const { return status_; }
-
- private:
-  int status_;
-};
 
 /// "tensor", "model", "scalar", "string", "list", or Codefy's kind in lower case.
 std::string output_type(const Value& v);

@@ -1,3 +1,4 @@
+// Per-device run queues: FIFOs, worker threads, stop and the queue summary.
 #include "server/run_queue.h"
 
 #include <algorithm>
@@ -22,7 +23,8 @@ std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, cons
   std::map<std::string, std::string> owner;  // device → worker
   for (const auto& spec : specs) {
     const auto bad = [&](const std::string& why) {
-      return std::invalid_argument("--worker \"" + spec + "\": " + why + " (expected NAME=DEVICE[,DEVICE...], e.g. "
+      return std::invalid_argument("--worker \"" + spec + "\": " + why +
+                                   " (expected NAME=DEVICE[,DEVICE...], e.g. "
                                    "gpus=cuda:0,cuda:1)");
     };
     const size_t eq = spec.find('=');
@@ -53,8 +55,9 @@ std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, cons
   for (const auto& d : available)
     if (!owner.count(d)) {
       for (const auto& w : workers)
-        if (w.name == d) throw std::invalid_argument("--worker \"" + d + "=...\": the name " + d +
-                                                     " is a device's own worker name; choose another");
+        if (w.name == d)
+          throw std::invalid_argument("--worker \"" + d + "=...\": the name " + d +
+                                      " is a device's own worker name; choose another");
       workers.push_back({d, {d}});
     }
   return workers;
@@ -182,15 +185,6 @@ nlohmann::json RunQueues::queues_json() const {
                {"running", q.running ? nlohmann::json(q.running->info.id) : nlohmann::json()},
                {"queued", q.waiting.size()}};
   return j;
-}
-
-std::vector<std::string> RunQueues::queue_names() const {
-  std::vector<std::string> v;
-  for (const auto& [name, q] : queues_) {
-    (void)q;
-    v.push_back(name);
-  }
-  return v;
 }
 
 void RunQueues::forget_old_locked() {

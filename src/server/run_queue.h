@@ -1,4 +1,4 @@
-// Per-device run queues (R-DEV-3): one FIFO and one worker thread per
+// Per-device run queues: one FIFO and one worker thread per
 // worker, a worker owning a set of devices (by default one device each), so
 // two runs on cuda:0 run one after the other while a run on cuda:1 or the CPU
 // is not delayed by them. A worker owning cuda:0 and cuda:1 runs one run at a
@@ -6,7 +6,7 @@
 // server's I/O threads only submit and ask).
 #pragma once
 
-#include "engine/cancel.h"
+#include "util/cancel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -46,7 +46,7 @@ struct RunInfo {
   RunState state = RunState::kQueued;
   /// Runs ahead of this one in its queue, the running one included (0 when running or finished).
   size_t position = 0;
-  std::string error;  ///< what() of the exception that ended a failed run
+  std::string error;   ///< what() of the exception that ended a failed run
   double seconds = 0;  ///< running time, once finished
 };
 
@@ -79,7 +79,6 @@ class RunQueues {
   bool stop(const std::string& run_id);
   /// Per worker: its devices, the running run's id (or null) and how many wait.
   nlohmann::json queues_json() const;
-  std::vector<std::string> queue_names() const;
 
   static constexpr size_t kKeepFinished = 200;
 
@@ -103,7 +102,7 @@ class RunQueues {
   std::condition_variable wake_;
   bool closing_ = false;
   uint64_t next_id_ = 1;
-  std::map<std::string, Queue> queues_;                ///< by worker name
+  std::map<std::string, Queue> queues_;               ///< by worker name
   std::map<std::string, std::string> worker_of_;      ///< device → worker name
   std::map<std::string, std::shared_ptr<Run>> runs_;  ///< by id
   std::deque<std::string> order_;                     ///< ids, oldest first

@@ -1,7 +1,7 @@
-// One generic least-recently-used store bounded by bytes and by count
-// (R-MEM-1): the execution cache, the run output store and the node state
-// store are instances of it. Thread-safe; sizes are given at insertion
-// (R-MEM-3: measured when stored, not re-measured as values grow).
+// One generic least-recently-used store bounded by bytes and by count:
+// the execution cache, the run output store and the node state store are
+// instances of it. Thread-safe; sizes are given at insertion
+// (measured when stored, not re-measured as values grow).
 #pragma once
 
 #include <cstdint>
@@ -17,8 +17,8 @@
 namespace codefy::store {
 
 struct StoreLimits {
-  int64_t max_bytes = 0;    ///< 0: no byte cap (the count cap remains)
-  size_t max_entries = 0;   ///< 0: no count cap
+  int64_t max_bytes = 0;   ///< 0: no byte cap (the count cap remains)
+  size_t max_entries = 0;  ///< 0: no count cap
 };
 
 struct StoreStats {
@@ -123,7 +123,7 @@ class LruStore {
   int64_t evictions_ = 0;
 };
 
-/// The caps of the three stores, from the environment (R-MEM-1): MB values in
+/// The caps of the three stores, from the environment: MB values in
 /// CODEFYUI_EXECUTION_CACHE_MAX_MB (default 1024, per connection),
 /// CODEFYUI_RUN_OUTPUT_STORE_MAX_MB (2048; and 20 runs),
 /// CODEFYUI_NODE_STATE_STORE_MAX_MB (1024; and 200 modules). 0 turns the byte

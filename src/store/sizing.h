@@ -1,6 +1,5 @@
-// How many bytes values hold (R-MEM-2): tensor storage, each storage counted
-// once however many tensors or views share it; CPU and CUDA bytes summed
-// (R-MEM-3).
+// How many bytes values hold: tensor storage, each storage counted
+// once however many tensors or views share it; CPU and CUDA bytes summed.
 #pragma once
 
 #include <ATen/core/Tensor.h>

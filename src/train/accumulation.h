@@ -1,4 +1,4 @@
-// Gradient accumulation windows (R-ACC): which micro-batch ends an update.
+// Gradient accumulation windows: which micro-batch ends an optimizer update.
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,10 @@
 namespace codefy::train {
 
 /// Splits an epoch's micro-batches into windows of `accumulate_steps`. The
-/// last window of an epoch may be short; windows never cross epochs
-/// (R-ACC-5, R-ACC-6). Every micro-batch's loss is divided by the full N,
-/// short window included, so a short window takes a proportionally smaller step.
+/// last window of an epoch may be short; windows never cross epochs, so an
+/// epoch always ends on an update. Every micro-batch's loss is divided by the
+/// full N, short window included, so a short window takes a proportionally
+/// smaller step.
 class AccumulationWindow {
  public:
   AccumulationWindow(int64_t batches_per_epoch, int64_t accumulate_steps)

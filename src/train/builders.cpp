@@ -3,6 +3,7 @@
 // refuses, up front and as std::invalid_argument, what PyTorch would refuse.
 #include "train/builders.h"
 #include "train/checks.h"
+#include "util/text.h"
 
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adagrad.h>
@@ -24,13 +25,6 @@ using detail::require;
 
 namespace F = torch::nn::functional;
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-
 /// Class-index targets must be int64 for LibTorch's kernels; data pipelines
 /// often hand over float or int32 labels, so those are converted rather than
 /// failing deep inside the kernel. A floating target shaped like the
@@ -50,15 +44,14 @@ torch::Tensor regression_target(const torch::Tensor& prediction, const torch::Te
   return t;
 }
 
-
 /// `x >= 0` that is also false for NaN.
 bool non_negative(double x) { return x >= 0.0; }
 
 }  // namespace
 
 const std::vector<std::string>& loss_types() {
-  static const std::vector<std::string> types = {"CrossEntropyLoss", "MSELoss",   "BCEWithLogitsLoss", "L1Loss",
-                                                 "SmoothL1Loss",     "NLLLoss",   "HuberLoss"};
+  static const std::vector<std::string> types = {"CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss", "L1Loss",
+                                                 "SmoothL1Loss",     "NLLLoss", "HuberLoss"};
   return types;
 }
 
@@ -100,7 +93,8 @@ LossPtr make_loss(const std::string& type, const LossOptions& options) {
       return F::binary_cross_entropy_with_logits(p, regression_target(p, t));
     };
   } else {
-    throw std::invalid_argument("Unsupported loss function type: '" + type + "' (known: " + join(loss_types()) + ")");
+    throw std::invalid_argument("Unsupported loss function type: '" + type +
+                                "' (known: " + util::join(loss_types(), ", ") + ")");
   }
   return loss;
 }
@@ -115,7 +109,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
   const std::string& t = o.type;
   const auto& known = optimizer_types();
   if (std::find(known.begin(), known.end(), t) == known.end())
-    throw std::invalid_argument("Unsupported optimizer type: '" + t + "' (known: " + join(known) + ")");
+    throw std::invalid_argument("Unsupported optimizer type: '" + t + "' (known: " + util::join(known, ", ") + ")");
   // The same checks as PyTorch's constructors; LibTorch's own TORCH_CHECKs
   // would throw c10::Error, which callers cannot tell from a runtime failure.
   require(!parameters.empty(), t + ": optimizer got an empty parameter list");

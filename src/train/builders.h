@@ -45,16 +45,16 @@ struct OptimizerOptions {
   std::string type = "Adam";
   double lr = 1e-3;
   double weight_decay = 0.0;
-  double momentum = 0.0;     ///< SGD, RMSprop
-  double dampening = 0.0;    ///< SGD
-  bool nesterov = false;     ///< SGD
-  double beta1 = 0.9;        ///< Adam, AdamW
-  double beta2 = 0.999;      ///< Adam, AdamW
-  double eps = 1e-8;         ///< Adam, AdamW, RMSprop (1e-8), Adagrad (1e-10 when left at default)
-  bool amsgrad = false;      ///< Adam, AdamW
-  double alpha = 0.99;       ///< RMSprop
-  bool centered = false;     ///< RMSprop
-  double lr_decay = 0.0;     ///< Adagrad
+  double momentum = 0.0;   ///< SGD, RMSprop
+  double dampening = 0.0;  ///< SGD
+  bool nesterov = false;   ///< SGD
+  double beta1 = 0.9;      ///< Adam, AdamW
+  double beta2 = 0.999;    ///< Adam, AdamW
+  double eps = 1e-8;       ///< Adam, AdamW, RMSprop (1e-8), Adagrad (1e-10 when left at default)
+  bool amsgrad = false;    ///< Adam, AdamW
+  double alpha = 0.99;     ///< RMSprop
+  bool centered = false;   ///< RMSprop
+  double lr_decay = 0.0;   ///< Adagrad
 };
 
 /// Makes a LibTorch optimizer over `parameters`; throws std::invalid_argument

@@ -4,8 +4,8 @@
 
 #include "train/serialize.h"
 
-#include <nlohmann/json.hpp>
 #include <torch/optim/optimizer.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>

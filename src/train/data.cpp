@@ -1,5 +1,7 @@
 // Datasets (idx/MNIST, CSV, synthetic) and the reproducible data loader.
 #include "train/data.h"
+#include "util/random.h"
+#include "util/text.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -190,8 +192,8 @@ std::vector<CsvRecord> parse_csv(const std::string& text, const fs::path& path) 
         // Only blanks may follow the closing quote before the separator.
         while (i < n && (text[i] == ' ' || text[i] == '\t')) ++i;
         if (i < n && text[i] != ',' && text[i] != '\n' && text[i] != '\r') {
-          throw std::runtime_error("unexpected character after closing quote at line " + std::to_string(line) +
-                                   " of " + path.string());
+          throw std::runtime_error("unexpected character after closing quote at line " + std::to_string(line) + " of " +
+                                   path.string());
         }
       }
       if (i >= n || text[i] == '\n' || text[i] == '\r') {
@@ -228,31 +230,11 @@ std::optional<double> parse_number(const std::string& s) {
   if (s.empty()) return std::nullopt;
   const char* begin = s.data();
   const char* end = s.data() + s.size();
-  if (*begin == '+') ++begin;  // from_chars rejects an explicit plus sign
+  if (*begin == '+' && end - begin > 1 && begin[1] != '-') ++begin;  // from_chars rejects an explicit plus sign
   double value = 0;
   auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec != std::errc() || ptr != end) return std::nullopt;
   return value;
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) out += sep;
-    out += items[i];
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------------------
-// Random
-
-/// splitmix64 finaliser: spreads nearby seeds (seed, epoch) over all bits.
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -272,8 +254,8 @@ torch::Tensor read_idx_file(const fs::path& path) {
   // Byte 2 is the element type (0x08 = uint8), byte 3 the number of dims;
   // MNIST uses 0x801 for labels and 0x803 for images.
   if (magic != 0x00000801 && magic != 0x00000803) {
-    throw std::runtime_error("not an idx file (magic " + hex32(magic) + ", expected 0x00000801 or 0x00000803): " +
-                             path.string());
+    throw std::runtime_error("not an idx file (magic " + hex32(magic) +
+                             ", expected 0x00000801 or 0x00000803): " + path.string());
   }
   const int ndims = header[3];
   std::vector<int64_t> dims(ndims);
@@ -311,15 +293,30 @@ std::vector<fs::path> mnist_search_dirs(const std::string& name, const fs::path&
   return {data_dir / name / "raw", data_dir / name, data_dir};
 }
 
+/// find_mnist_files, noting every place it looked in `looked_at`.
+static std::vector<fs::path> find_mnist_files(const std::string& name, bool train, const fs::path& data_dir,
+                                              std::vector<std::string>& looked_at) {
+  const std::string prefix = split_prefix(train);
+  for (const fs::path& dir : mnist_search_dirs(name, data_dir)) {
+    auto images_path = find_variant(dir, prefix + "-images-idx3-ubyte", looked_at);
+    auto labels_path = find_variant(dir, prefix + "-labels-idx1-ubyte", looked_at);
+    if (images_path && labels_path) return {*images_path, *labels_path};
+  }
+  return {};
+}
+
+std::vector<fs::path> find_mnist_files(const std::string& name, bool train, const fs::path& data_dir) {
+  std::vector<std::string> looked_at;
+  return find_mnist_files(name, train, data_dir, looked_at);
+}
+
 Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir) {
   const std::string prefix = split_prefix(train);
-  const std::string images_base = prefix + "-images-idx3-ubyte";
-  const std::string labels_base = prefix + "-labels-idx1-ubyte";
   std::vector<std::string> looked_at;
-  for (const fs::path& dir : mnist_search_dirs(name, data_dir)) {
-    auto images_path = find_variant(dir, images_base, looked_at);
-    auto labels_path = find_variant(dir, labels_base, looked_at);
-    if (!images_path || !labels_path) continue;
+  const auto files = find_mnist_files(name, train, data_dir, looked_at);
+  if (!files.empty()) {
+    const auto images_path = &files[0];
+    const auto labels_path = &files[1];
 
     torch::Tensor images = read_idx_file(*images_path);
     torch::Tensor labels = read_idx_file(*labels_path);
@@ -341,6 +338,7 @@ Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir
     ds.targets = labels.to(torch::kInt64);
     ds.num_classes = 10;
     std::error_code ec;
+    const fs::path dir = images_path->parent_path();
     fs::path resolved = fs::canonical(dir, ec);
     ds.source = (ec ? dir : resolved).string();
     return ds;
@@ -384,7 +382,7 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
     auto it = std::find(header.begin(), header.end(), column);
     if (it == header.end()) {
       throw std::runtime_error("unknown column '" + column + "' in " + path.string() +
-                               "; available columns: " + join(header, ", "));
+                               "; available columns: " + util::join(header, ", "));
     }
     return static_cast<size_t>(it - header.begin());
   };
@@ -408,12 +406,13 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
     for (size_t c = 0; c < num_columns; ++c) {
       if (c == target) continue;
       bool any_numeric = false;
-      for (size_t r = 1; r < records.size() && !any_numeric; ++r) any_numeric = parse_number(records[r].fields[c]).has_value();
+      for (size_t r = 1; r < records.size() && !any_numeric; ++r)
+        any_numeric = parse_number(records[r].fields[c]).has_value();
       if (any_numeric) features.push_back(c);
     }
     if (features.empty()) {
-      throw std::runtime_error("no numeric feature columns in " + path.string() + " (columns: " + join(header, ", ") +
-                               ")");
+      throw std::runtime_error("no numeric feature columns in " + path.string() +
+                               " (columns: " + util::join(header, ", ") + ")");
     }
   }
 
@@ -424,8 +423,8 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
       const std::string& cell = records[r].fields[features[f]];
       auto value = parse_number(cell);
       if (!value) {
-        throw std::runtime_error("non-numeric value '" + cell + "' in feature column '" + header[features[f]] + "' at " +
-                                 where(r));
+        throw std::runtime_error("non-numeric value '" + cell + "' in feature column '" + header[features[f]] +
+                                 "' at " + where(r));
       }
       *x++ = static_cast<float>(*value);
     }
@@ -565,7 +564,7 @@ torch::Tensor DataLoader::epoch_order(int64_t epoch) const {
   if (!options_.shuffle) return torch::arange(n, torch::kInt64);
   // The generator depends on (seed, epoch) only: epoch e of a resumed run gets
   // the order it would have had without the interruption.
-  const uint64_t mixed = splitmix64(splitmix64(options_.seed) ^ static_cast<uint64_t>(epoch));
+  const uint64_t mixed = util::splitmix64(util::splitmix64(options_.seed) ^ static_cast<uint64_t>(epoch));
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(mixed);
   return torch::randperm(n, gen, torch::kInt64);
 }

@@ -41,11 +41,17 @@ std::vector<std::filesystem::path> mnist_search_dirs(const std::string& name, co
 /// The error for missing files lists every place it looked.
 Dataset load_mnist(const std::string& name, bool train, const std::filesystem::path& data_dir);
 
+/// The image and label files load_mnist(name, train, data_dir) reads, in
+/// that order; empty when no folder it searches has both. An empty
+/// `data_dir` means Debian's packaged copy.
+std::vector<std::filesystem::path> find_mnist_files(const std::string& name, bool train,
+                                                    const std::filesystem::path& data_dir);
+
 /// Options for load_csv.
 struct CsvOptions {
-  std::string target_column;            ///< name of the target column; empty = last column
+  std::string target_column;                 ///< name of the target column; empty = last column
   std::vector<std::string> feature_columns;  ///< empty = every other numeric column
-  bool classification = true;           ///< int64 class targets (mapped from distinct values) or float regression
+  bool classification = true;                ///< int64 class targets (mapped from distinct values) or float regression
 };
 /// Reads a CSV file with a header row into a dataset.
 Dataset load_csv(const std::filesystem::path& path, const CsvOptions& options);
@@ -55,7 +61,7 @@ struct SyntheticOptions {
   std::string task = "classification";  ///< "classification" or "regression"
   int64_t num_samples = 1000;
   int64_t num_features = 2;
-  int64_t num_classes = 2;              ///< classification only
+  int64_t num_classes = 2;  ///< classification only
   double noise = 0.1;
   uint64_t seed = 0;
 };

@@ -1,5 +1,5 @@
 // Gradients in one contiguous buffer, and the global gradient norm and
-// clipping built on it (R-PRAC-1, R-ACC-2).
+// clipping built on it.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,10 +1,10 @@
-// The gradient scaler for fp16 training (R-PREC-6, R-PREC-7), with PyTorch's
+// The gradient scaler for fp16 training, with PyTorch's
 // GradScaler semantics and state keys.
 #pragma once
 
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json.hpp>
 #include <torch/optim/optimizer.h>
+#include <nlohmann/json.hpp>
 
 #include <vector>
 

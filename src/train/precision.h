@@ -1,4 +1,4 @@
-// Mixed precision (R-PREC): what a device can do, and autocast as an RAII guard.
+// Mixed precision: what a device can do, and autocast as an RAII guard.
 #pragma once
 
 #include <c10/core/Device.h>
@@ -24,7 +24,7 @@ struct PrecisionChoice {
 };
 
 /// Checks a request against the device and the linked LibTorch before the
-/// first batch (R-PREC-3): CUDA needs compute capability 8.0 for bf16; MPS
+/// first batch: CUDA needs compute capability 8.0 for bf16; MPS
 /// runs fp32 only; CPU runs what LibTorch's CPU autocast supports (1.13:
 /// bf16 only). Anything else falls back to fp32 with a warning — never fails.
 PrecisionChoice check_precision(Precision requested, c10::Device device);

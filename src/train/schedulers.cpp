@@ -27,8 +27,6 @@ constexpr double kPi = 3.14159265358979323846;  // == Python's math.pi
 /// ReduceLROnPlateau's eps: a reduction smaller than this is skipped.
 constexpr double kPlateauEps = 1e-8;
 
-
-
 bool is_epoch_type(const std::string& t) {
   return t == "StepLR" || t == "MultiStepLR" || t == "ExponentialLR" || t == "CosineAnnealingLR" ||
          t == "ReduceLROnPlateau";
@@ -49,8 +47,8 @@ nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::js
 }  // namespace
 
 const std::vector<std::string>& scheduler_types() {
-  static const std::vector<std::string> types = {"StepLR",      "CosineAnnealingLR", "ExponentialLR", "ReduceLROnPlateau",
-                                                 "MultiStepLR", "OneCycleLR",        "LinearWarmup"};
+  static const std::vector<std::string> types = {
+      "StepLR", "CosineAnnealingLR", "ExponentialLR", "ReduceLROnPlateau", "MultiStepLR", "OneCycleLR", "LinearWarmup"};
   return types;
 }
 
@@ -131,7 +129,8 @@ void Scheduler::step_epoch(double metric) {
     const bool min_mode = options_.mode == "min";
     const double inf = std::numeric_limits<double>::infinity();
     const double best = has_best_ ? best_ : (min_mode ? inf : -inf);
-    const bool better = min_mode ? metric < best * (1. - options_.threshold) : metric > best * (options_.threshold + 1.);
+    const bool better =
+        min_mode ? metric < best * (1. - options_.threshold) : metric > best * (options_.threshold + 1.);
     if (better) {
       best_ = metric;
       has_best_ = true;

@@ -1,8 +1,8 @@
 // Learning-rate schedulers with PyTorch's formulas, stepped per update or per epoch.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <torch/optim/optimizer.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
@@ -16,25 +16,25 @@ const std::vector<std::string>& scheduler_types();
 /// Options of every scheduler (PyTorch names and defaults).
 struct SchedulerOptions {
   std::string type = "StepLR";
-  int64_t step_size = 10;              ///< StepLR
-  double gamma = 0.1;                  ///< StepLR, MultiStepLR, ExponentialLR
-  std::vector<int64_t> milestones;     ///< MultiStepLR
-  int64_t t_max = 10;                  ///< CosineAnnealingLR
-  double eta_min = 0.0;                ///< CosineAnnealingLR
-  double max_lr = 0.01;                ///< OneCycleLR
-  int64_t total_steps = 0;             ///< OneCycleLR (0: epochs x updates per epoch, filled by the loop)
-  double pct_start = 0.3;              ///< OneCycleLR
-  std::string anneal_strategy = "cos"; ///< OneCycleLR: "cos" or "linear"
-  double div_factor = 25.0;            ///< OneCycleLR
-  double final_div_factor = 1e4;       ///< OneCycleLR
-  std::string mode = "min";            ///< ReduceLROnPlateau
-  double factor = 0.1;                 ///< ReduceLROnPlateau
-  int64_t patience = 10;               ///< ReduceLROnPlateau
-  double threshold = 1e-4;             ///< ReduceLROnPlateau (relative)
-  int64_t cooldown = 0;                ///< ReduceLROnPlateau
-  double min_lr = 0.0;                 ///< ReduceLROnPlateau
-  int64_t warmup_steps = 0;            ///< linear warmup, in updates (any type; LinearWarmup alone)
-  double warmup_start_factor = 0.0;    ///< warmup starts at base_lr x this factor
+  int64_t step_size = 10;               ///< StepLR
+  double gamma = 0.1;                   ///< StepLR, MultiStepLR, ExponentialLR
+  std::vector<int64_t> milestones;      ///< MultiStepLR
+  int64_t t_max = 10;                   ///< CosineAnnealingLR
+  double eta_min = 0.0;                 ///< CosineAnnealingLR
+  double max_lr = 0.01;                 ///< OneCycleLR
+  int64_t total_steps = 0;              ///< OneCycleLR (0: epochs x updates per epoch, filled by the loop)
+  double pct_start = 0.3;               ///< OneCycleLR
+  std::string anneal_strategy = "cos";  ///< OneCycleLR: "cos" or "linear"
+  double div_factor = 25.0;             ///< OneCycleLR
+  double final_div_factor = 1e4;        ///< OneCycleLR
+  std::string mode = "min";             ///< ReduceLROnPlateau
+  double factor = 0.1;                  ///< ReduceLROnPlateau
+  int64_t patience = 10;                ///< ReduceLROnPlateau
+  double threshold = 1e-4;              ///< ReduceLROnPlateau (relative)
+  int64_t cooldown = 0;                 ///< ReduceLROnPlateau
+  double min_lr = 0.0;                  ///< ReduceLROnPlateau
+  int64_t warmup_steps = 0;             ///< linear warmup, in updates (any type; LinearWarmup alone)
+  double warmup_start_factor = 0.0;     ///< warmup starts at base_lr x this factor
 };
 
 /// A scheduler bound to an optimizer. OneCycleLR and the warmup act per

@@ -1,14 +1,16 @@
 #include "train/trainer.h"
 
-#include "engine/errors.h"
 #include "train/accumulation.h"
 #include "train/grad_buffer.h"
+#include "train/micro_batch.h"
 #include "train/serialize.h"
+#include "train/update.h"
+#include "util/errors.h"
+#include "util/random.h"
 
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -27,6 +29,19 @@ std::vector<torch::Tensor> trainable(Model& model) {
   return v;
 }
 
+/// The seed of LibTorch's RNG for an epoch, from (seed, epoch). The top bit
+/// stays cleared as it always was: CUDA's generator reads all 64 bits, so
+/// changing it would change every earlier run's dropout draws there.
+uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
+  return util::splitmix64(seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(epoch)) & 0x7fffffffffffffffULL;
+}
+
+bool has_batch_norm(const torch::nn::Module& model) {
+  for (const auto& m : model.modules(/*include_self=*/false))
+    if (m->name().find("BatchNorm") != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
@@ -38,7 +53,7 @@ double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& l
   torch::Tensor sum = torch::zeros({}, torch::TensorOptions().device(device));
   for (int64_t b = 0; b < n; ++b) {
     Batch batch = data.batch(order, b);
-    AutocastGuard autocast(precision, device);  // validation as training (R-PREC-5)
+    AutocastGuard autocast(precision, device);  // validate in the precision training uses
     auto out = model.forward(batch.inputs.to(device));
     sum += loss(out, batch.targets.to(device)).detach().to(torch::kFloat);
   }
@@ -47,17 +62,331 @@ double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& l
 
 namespace {
 
-uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(epoch + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
+/// What one epoch's micro-batches add up to.
+struct EpochTotals {
+  torch::Tensor loss_sum;  ///< sum of the undivided losses, on the device
+  int64_t batches = 0;
+};
+
+/// One call of train_model: the run's fixed parts, the counters that outlive
+/// an epoch, and the epoch loop over micro_batch_step() and apply_update().
+class TrainingRun {
+ public:
+  TrainingRun(Model& model, const DataLoader& train_data, const DataLoader* val_data, OptimizerHandle& optimizer,
+              const LossFunction& loss, Scheduler* scheduler, const TrainOptions& options, const TrainHooks& hooks);
+  TrainResult run();
+
+ private:
+  void emit(const nlohmann::json& e) const {
+    if (hooks_.progress) hooks_.progress(e);
+  }
+  void warn(const std::string& w) const {
+    if (hooks_.warn) hooks_.warn(w);
+  }
+  GradScaler* scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  void add_precision_fields(nlohmann::json& j) const;
+  /// Warnings, the scheduler's start, the scaler and the "config" event.
+  void prepare();
+  /// The micro-batches and updates of one epoch; stops early at max_steps.
+  EpochTotals train_epoch(int64_t epoch, Clock::time_point t_epoch);
+  /// Counts an update; a run of non-finite updates without a scaler fails.
+  void count_update(const UpdateResult& update, int64_t epoch, int64_t batch);
+  void emit_batch_progress(int64_t epoch, int64_t batch, const torch::Tensor& loss, Clock::time_point t_epoch);
+  /// Validation, the per-epoch scheduler, early stopping and the "epoch"
+  /// event; returns true when early stopping ends the run.
+  bool finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::time_point t_epoch);
+  nlohmann::json final_metrics(int64_t epochs_done) const;
+
+  Model& model_;
+  const DataLoader& train_data_;
+  const DataLoader* val_data_;
+  OptimizerHandle& optimizer_;
+  const LossFunction& loss_;
+  Scheduler* scheduler_;
+  const TrainOptions& options_;
+  const TrainHooks& hooks_;
+
+  const c10::Device device_;
+  const std::vector<torch::Tensor> params_;
+  GradBuffer grads_;  // zero, norm and clip in one op each
+  const int64_t batches_;
+  const AccumulationWindow window_;
+  const int64_t batch_size_;
+  PrecisionChoice precision_;
+  std::optional<GradScaler> scaler_;
+  MicroBatchOptions micro_batch_options_;
+  UpdateOptions update_options_;
+
+  TrainResult result_;
+  std::vector<double> lr_history_;
+  double best_ = std::numeric_limits<double>::infinity();
+  int64_t best_epoch_ = 0, patience_counter_ = 0, samples_seen_ = 0;
+  int64_t total_steps_ = 0, total_batches_ = 0, skipped_steps_ = 0, consecutive_skips_ = 0;
+  std::optional<double> last_grad_norm_;
+  StateDict best_state_;
+  bool stopped_early_ = false, stopped_at_max_steps_ = false;
+  Clock::time_point t_start_, last_progress_;
+};
+
+/// The model's trainable parameters, once it is on the device.
+std::vector<torch::Tensor> trainable_on(Model& model, c10::Device device) {
+  model.to(device);
+  return trainable(model);
 }
 
-bool has_batch_norm(const torch::nn::Module& model) {
-  for (const auto& m : model.modules(/*include_self=*/false))
-    if (m->name().find("BatchNorm") != std::string::npos) return true;
-  return false;
+int64_t batches_of(const DataLoader& data) {
+  const int64_t n = data.num_batches();
+  if (n == 0) throw std::invalid_argument("the training data loader yields no batches");
+  return n;
+}
+
+TrainingRun::TrainingRun(Model& model, const DataLoader& train_data, const DataLoader* val_data,
+                         OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
+                         const TrainOptions& options, const TrainHooks& hooks)
+    : model_(model),
+      train_data_(train_data),
+      val_data_(val_data),
+      optimizer_(optimizer),
+      loss_(loss),
+      scheduler_(scheduler),
+      options_(options),
+      hooks_(hooks),
+      device_(options.device),
+      params_(trainable_on(model, options.device)),
+      grads_(params_),
+      batches_(batches_of(train_data)),
+      window_(batches_, options.accumulate_steps),
+      batch_size_(train_data.options().batch_size),
+      precision_(check_precision(options.precision, options.device)),
+      total_steps_(options.initial_steps),
+      total_batches_(options.initial_batches) {
+  micro_batch_options_.device = device_;
+  micro_batch_options_.precision = precision_.used;
+  micro_batch_options_.accumulate_steps = window_.accumulate_steps();
+  update_options_.grad_clip_norm = options.grad_clip_norm;
+  update_options_.log_grad_norm = options.log_grad_norm;
+}
+
+void TrainingRun::add_precision_fields(nlohmann::json& j) const {
+  j["precision"] = to_string(precision_.used);
+  if (precision_.used != precision_.requested) j["precision_requested"] = to_string(precision_.requested);
+}
+
+void TrainingRun::prepare() {
+  if (!precision_.warning.empty()) warn(precision_.warning);
+  if (batch_size_ < 8 && has_batch_norm(model_))
+    warn("the model has BatchNorm and the micro-batch is " + std::to_string(batch_size_) +
+         " samples: BatchNorm statistics follow the micro-batch, not the effective batch of " +
+         std::to_string(batch_size_ * window_.accumulate_steps()) + "; consider GroupNorm or LayerNorm");
+
+  if (scheduler_) {
+    if (scheduler_->options().type == "OneCycleLR" && scheduler_->options().total_steps <= 0)
+      scheduler_->set_total_steps(options_.epochs * window_.updates_per_epoch());
+    if (options_.scheduler_state.is_null())
+      scheduler_->begin();
+    else
+      scheduler_->load_state(options_.scheduler_state);
+  }
+
+  if (precision_.used == Precision::kFp16 || options_.force_grad_scaler) {
+    scaler_.emplace();
+    if (!options_.grad_scaler_state.is_null()) scaler_->load_state_dict(options_.grad_scaler_state);
+  }
+  nlohmann::json config = {
+      {"model_class", model_.name()},
+      {"params", count_parameters(model_)},
+      {"trainable", count_parameters(model_)},
+      {"optimizer", optimizer_.type},
+      {"lr", get_lr(*optimizer_.optimizer)},
+      {"loss_fn", loss_.type},
+      {"epochs", options_.epochs},
+      {"device", device_.str()},
+      {"batch_size", batch_size_},
+      {"batches_per_epoch", batches_},
+      {"updates_per_epoch", window_.updates_per_epoch()},
+      {"samples", train_data_.dataset().size()},
+      {"early_stopping", options_.early_stopping_patience > 0},
+      {"patience", options_.early_stopping_patience},
+      {"grad_clip_norm",
+       options_.grad_clip_norm > 0 ? nlohmann::json(options_.grad_clip_norm) : nlohmann::json("disabled")},
+      {"has_validation", val_data_ != nullptr},
+      {"has_lr_scheduler", scheduler_ != nullptr},
+      {"accumulate_steps", window_.accumulate_steps()},
+      {"max_steps", options_.max_steps},
+      {"effective_batch_size", batch_size_ * window_.accumulate_steps()},
+      {"grad_scaler", scaler_.has_value()},
+  };
+  add_precision_fields(config);
+  emit({{"event", "config"}, {"config", config}});
+}
+
+TrainResult TrainingRun::run() {
+  prepare();
+  t_start_ = Clock::now();
+  last_progress_ = Clock::now() - std::chrono::hours(1);
+  grads_.zero();
+
+  int64_t epoch = options_.start_epoch;
+  for (; epoch < options_.epochs && !stopped_at_max_steps_; ++epoch) {
+    // Seeded per epoch, so dropout in epoch e draws the same numbers whether or not the run resumed.
+    torch::manual_seed(epoch_seed(options_.seed, epoch));
+    model_.train();
+    const auto t_epoch = Clock::now();
+    const EpochTotals totals = train_epoch(epoch, t_epoch);
+    if (finish_epoch(epoch, totals, t_epoch)) {
+      ++epoch;
+      break;
+    }
+  }
+  if (!best_state_.empty()) load_state_dict(model_, best_state_);
+  result_.metrics = final_metrics(epoch);
+  if (scaler_) result_.grad_scaler_state = scaler_->state_dict();
+  return std::move(result_);
+}
+
+EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
+  const torch::Tensor order = train_data_.epoch_order(epoch);
+  GradientReducer* reducer = options_.gradient_reducer.get();
+  EpochTotals totals;
+  totals.loss_sum = torch::zeros({}, torch::TensorOptions().device(device_));
+  for (int64_t b = 0; b < batches_; ++b) {
+    if (hooks_.should_stop && hooks_.should_stop()) {
+      grads_.zero();  // Stop drops the window in progress: no partial gradients outlive the run
+      throw Cancelled();
+    }
+    Batch batch = train_data_.batch(order, b);
+    torch::Tensor x = batch.inputs.to(device_), y = batch.targets.to(device_);
+    const bool ends_window = window_.ends_update(b);
+    if (reducer) reducer->begin_micro_batch(ends_window);
+    const torch::Tensor loss = micro_batch_step(model_, loss_, x, y, micro_batch_options_, scaler());
+    totals.loss_sum += loss.to(torch::kFloat);
+    ++total_batches_;
+    ++totals.batches;
+    samples_seen_ += x.size(0);
+    if (!ends_window) continue;
+
+    count_update(apply_update(grads_, *optimizer_.optimizer, update_options_, scaler(), scheduler_, reducer), epoch, b);
+    if (hooks_.progress && seconds_since(last_progress_) >= options_.progress_interval_s)
+      emit_batch_progress(epoch, b, loss, t_epoch);
+    if (options_.max_steps > 0 && total_steps_ >= options_.max_steps) {
+      stopped_at_max_steps_ = true;
+      break;
+    }
+  }
+  return totals;
+}
+
+void TrainingRun::count_update(const UpdateResult& update, int64_t epoch, int64_t batch) {
+  if (update.grad_norm) last_grad_norm_ = update.grad_norm;
+  if (update.stepped) {
+    ++total_steps_;
+    consecutive_skips_ = 0;
+    return;
+  }
+  ++skipped_steps_;
+  if (scaler_) return;  // expected now and then with fp16: the scale has backed off
+  warn("update skipped at epoch " + std::to_string(epoch + 1) + ", batch " + std::to_string(batch + 1) +
+       ": the gradient norm is not finite");
+  if (++consecutive_skips_ >= options_.max_consecutive_skips)
+    throw std::runtime_error(std::to_string(consecutive_skips_) +
+                             " updates in a row had non-finite gradients (NaN or inf); stopping instead of "
+                             "training on garbage: lower the learning rate, clip gradients, or check the data");
+}
+
+void TrainingRun::emit_batch_progress(int64_t epoch, int64_t batch, const torch::Tensor& loss,
+                                      Clock::time_point t_epoch) {
+  last_progress_ = Clock::now();
+  const double elapsed = seconds_since(t_epoch);
+  nlohmann::json e = {{"event", "batch"},
+                      {"epoch", epoch + 1},
+                      {"total_epochs", options_.epochs},
+                      {"batch", batch + 1},
+                      {"total_batches", batches_},
+                      {"step", total_steps_},
+                      {"loss", loss.item<double>()},  // the one extra host read, a few times a second at most
+                      {"lr", get_lr(*optimizer_.optimizer)},
+                      {"samples_per_s", elapsed > 0 ? static_cast<double>((batch + 1) * batch_size_) / elapsed : 0.0}};
+  if (last_grad_norm_) e["grad_norm"] = *last_grad_norm_;
+  emit(e);
+}
+
+bool TrainingRun::finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::time_point t_epoch) {
+  const double epoch_loss = totals.loss_sum.item<double>() / static_cast<double>(totals.batches);
+  result_.losses.push_back(epoch_loss);
+  lr_history_.push_back(get_lr(*optimizer_.optimizer));
+
+  // The epoch ended on a completed update (windows never cross epochs), so
+  // validation and the best weights see no half-accumulated gradient.
+  std::optional<double> val_loss;
+  if (val_data_) {
+    val_loss = evaluate_loss(model_, *val_data_, loss_, device_, precision_.used);
+    result_.val_losses.push_back(*val_loss);
+  }
+  const double monitor = val_loss ? *val_loss : epoch_loss;
+  if (scheduler_ && scheduler_->steps_per_epoch()) scheduler_->step_epoch(monitor);
+
+  if (options_.early_stopping_patience > 0) {
+    if (monitor < best_) {
+      best_ = monitor;
+      best_epoch_ = epoch + 1;
+      patience_counter_ = 0;
+      best_state_.clear();
+      for (auto& [k, v] : state_dict(model_)) best_state_.emplace_back(k, v.detach().clone());
+    } else {
+      ++patience_counter_;
+    }
+  }
+
+  nlohmann::json e = {{"event", "epoch"},
+                      {"epoch", epoch + 1},
+                      {"total_epochs", options_.epochs},
+                      {"loss", epoch_loss},
+                      {"losses", result_.losses},
+                      {"lr", lr_history_.back()},
+                      {"step", total_steps_},
+                      {"seconds", seconds_since(t_epoch)}};
+  if (last_grad_norm_) e["grad_norm"] = *last_grad_norm_;
+  if (val_loss) {
+    e["val_loss"] = *val_loss;
+    e["val_losses"] = result_.val_losses;
+  }
+  if (options_.early_stopping_patience > 0) {
+    e["patience_counter"] = patience_counter_;
+    e["best_epoch"] = best_epoch_;
+  }
+  emit(e);
+  stopped_early_ = options_.early_stopping_patience > 0 && patience_counter_ >= options_.early_stopping_patience;
+  return stopped_early_;
+}
+
+nlohmann::json TrainingRun::final_metrics(int64_t epochs_done) const {
+  const double seconds = seconds_since(t_start_);
+  nlohmann::json m = {
+      {"final_train_loss", result_.losses.empty() ? 0.0 : result_.losses.back()},
+      {"final_val_loss", result_.val_losses.empty() ? nlohmann::json() : nlohmann::json(result_.val_losses.back())},
+      {"best_epoch", options_.early_stopping_patience > 0 ? best_epoch_ : static_cast<int64_t>(result_.losses.size())},
+      {"total_epochs_run", result_.losses.size()},
+      {"start_epoch", options_.start_epoch},
+      {"last_epoch", epochs_done},  // epochs completed overall: where a resumed run starts
+      {"train_seed", options_.seed},
+      {"data_seed", train_data_.options().seed},
+      {"stopped_early", stopped_early_},
+      {"stopped_at_max_steps", stopped_at_max_steps_},
+      {"lr_history", lr_history_},
+      {"total_steps", total_steps_},
+      {"total_batches", total_batches_},
+      {"skipped_steps", skipped_steps_},
+      {"accumulate_steps", window_.accumulate_steps()},
+      {"effective_batch_size", batch_size_ * window_.accumulate_steps()},
+      {"grad_norm", last_grad_norm_ ? nlohmann::json(*last_grad_norm_) : nlohmann::json()},
+      {"device", device_.str()},
+      {"seconds", seconds},
+      {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen_) / seconds : 0.0},
+  };
+  add_precision_fields(m);
+  if (scheduler_) m["scheduler_state"] = scheduler_->state();
+  if (scaler_) m["grad_scale"] = scaler_->get_scale();
+  return m;
 }
 
 }  // namespace
@@ -65,241 +394,7 @@ bool has_batch_norm(const torch::nn::Module& model) {
 TrainResult train_model(Model& model, const DataLoader& train_data, const DataLoader* val_data,
                         OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
                         const TrainOptions& options, const TrainHooks& hooks) {
-  const c10::Device device = options.device;
-  model.to(device);
-  const auto params = trainable(model);
-  GradBuffer grads(params);  // zero, norm and clip in one op each
-  const int64_t batches = train_data.num_batches();
-  if (batches == 0) throw std::invalid_argument("the training data loader yields no batches");
-  const AccumulationWindow window(batches, options.accumulate_steps);
-  const int64_t batch_size = train_data.options().batch_size;
-  auto emit = [&](const nlohmann::json& e) {
-    if (hooks.progress) hooks.progress(e);
-  };
-  auto warn = [&](const std::string& w) {
-    if (hooks.warn) hooks.warn(w);
-  };
-
-  const PrecisionChoice precision = check_precision(options.precision, device);
-  if (!precision.warning.empty()) warn(precision.warning);
-  if (batch_size < 8 && has_batch_norm(model))
-    warn("the model has BatchNorm and the micro-batch is " + std::to_string(batch_size) +
-         " samples: BatchNorm statistics follow the micro-batch, not the effective batch of " +
-         std::to_string(batch_size * window.accumulate_steps()) + "; consider GroupNorm or LayerNorm");
-
-  if (scheduler) {
-    if (scheduler->options().type == "OneCycleLR" && scheduler->options().total_steps <= 0)
-      scheduler->set_total_steps(options.epochs * window.updates_per_epoch());
-    if (options.scheduler_state.is_null()) scheduler->begin();
-    else scheduler->load_state(options.scheduler_state);
-  }
-
-  std::optional<GradScaler> scaler;
-  if (precision.used == Precision::kFp16 || options.force_grad_scaler) {
-    scaler.emplace();
-    if (!options.grad_scaler_state.is_null()) scaler->load_state_dict(options.grad_scaler_state);
-  }
-  auto precision_fields = [&](nlohmann::json& j) {
-    j["precision"] = to_string(precision.used);
-    if (precision.used != precision.requested) j["precision_requested"] = to_string(precision.requested);
-  };
-  nlohmann::json config = {
-      {"model_class", model.name()},
-      {"params", count_parameters(model)},
-      {"trainable", count_parameters(model)},
-      {"optimizer", optimizer.type},
-      {"lr", get_lr(*optimizer.optimizer)},
-      {"loss_fn", loss.type},
-      {"epochs", options.epochs},
-      {"device", device.str()},
-      {"batch_size", batch_size},
-      {"batches_per_epoch", batches},
-      {"updates_per_epoch", window.updates_per_epoch()},
-      {"samples", train_data.dataset().size()},
-      {"early_stopping", options.early_stopping_patience > 0},
-      {"patience", options.early_stopping_patience},
-      {"grad_clip_norm", options.grad_clip_norm > 0 ? nlohmann::json(options.grad_clip_norm) : nlohmann::json("disabled")},
-      {"has_validation", val_data != nullptr},
-      {"has_lr_scheduler", scheduler != nullptr},
-      {"accumulate_steps", window.accumulate_steps()},
-      {"max_steps", options.max_steps},
-      {"effective_batch_size", batch_size * window.accumulate_steps()},
-      {"grad_scaler", scaler.has_value()},
-  };
-  precision_fields(config);
-  emit({{"event", "config"}, {"config", config}});
-
-  TrainResult result;
-  std::vector<double> lr_history;
-  double best = std::numeric_limits<double>::infinity();
-  int64_t best_epoch = 0, patience_counter = 0, samples_seen = 0;
-  int64_t total_steps = options.initial_steps, total_batches = options.initial_batches;
-  int64_t skipped_steps = 0, consecutive_skips = 0;
-  std::optional<double> last_grad_norm;
-  StateDict best_state;
-  bool stopped_early = false, stopped_at_max_steps = false;
-  const auto t_start = Clock::now();
-  auto last_progress = Clock::now() - std::chrono::hours(1);
-  grads.zero();
-
-  int64_t epoch = options.start_epoch;
-  for (; epoch < options.epochs && !stopped_at_max_steps; ++epoch) {
-    torch::manual_seed(epoch_seed(options.seed, epoch));
-    model.train();
-    const auto t_epoch = Clock::now();
-    const torch::Tensor order = train_data.epoch_order(epoch);
-    torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device));
-    int64_t epoch_batches = 0;
-    for (int64_t b = 0; b < batches; ++b) {
-      if (hooks.should_stop && hooks.should_stop()) {
-        grads.zero();  // Stop drops the pending window (R-ACC-6)
-        throw Cancelled();
-      }
-      Batch batch = train_data.batch(order, b);
-      torch::Tensor x = batch.inputs.to(device), y = batch.targets.to(device);
-      torch::Tensor l;
-      {
-        AutocastGuard autocast(precision.used, device);
-        l = loss(model.forward(x), y);
-      }
-      // Divide once, on the total loss (R-ACC-9); report it undivided (R-ACC-4).
-      torch::Tensor to_backward = window.accumulate_steps() > 1 ? l * window.loss_scale() : l;
-      (scaler ? scaler->scale(to_backward) : to_backward).backward();
-      loss_sum += l.detach().to(torch::kFloat);
-      ++total_batches;
-      ++epoch_batches;
-      samples_seen += x.size(0);
-      if (!window.ends_update(b)) continue;
-
-      // One update: unscale, clip the whole accumulated gradient, then step (R-ACC-2, R-PREC-7).
-      grads.sync();
-      if (scaler) scaler->unscale(params);
-      torch::Tensor norm;
-      if (options.grad_clip_norm > 0) norm = grads.clip(options.grad_clip_norm);
-      else if (options.log_grad_norm) norm = grads.norm();
-      bool finite = true;
-      if (scaler) {
-        finite = !scaler->found_inf();  // the one host read per update
-        if (finite && norm.defined()) last_grad_norm = norm.item<double>();
-      } else if (norm.defined()) {
-        last_grad_norm = norm.item<double>();  // the one host read per update
-        finite = std::isfinite(*last_grad_norm);
-      }
-      if (finite) {
-        optimizer.optimizer->step();
-        if (scheduler && scheduler->steps_per_update()) scheduler->step_update();
-        ++total_steps;
-        consecutive_skips = 0;
-      } else if (scaler) {
-        // Expected now and then with fp16: the scale backs off and the window's gradients are dropped.
-        ++skipped_steps;
-      } else {
-        ++skipped_steps;
-        warn("update skipped at epoch " + std::to_string(epoch + 1) + ", batch " + std::to_string(b + 1) +
-             ": the gradient norm is not finite");
-        if (++consecutive_skips >= options.max_consecutive_skips)
-          throw std::runtime_error(std::to_string(consecutive_skips) +
-                                   " updates in a row had non-finite gradients (NaN or inf); stopping instead of "
-                                   "training on garbage: lower the learning rate, clip gradients, or check the data");
-      }
-      if (scaler) scaler->update();
-      grads.zero();  // a skipped update's gradients go too (R-PREC-7)
-      if (hooks.progress && seconds_since(last_progress) >= options.progress_interval_s) {
-        last_progress = Clock::now();
-        const double elapsed = seconds_since(t_epoch);
-        nlohmann::json e = {{"event", "batch"},
-                            {"epoch", epoch + 1},
-                            {"total_epochs", options.epochs},
-                            {"batch", b + 1},
-                            {"total_batches", batches},
-                            {"step", total_steps},
-                            {"loss", l.item<double>()},  // at most one more read per update, a few per second
-                            {"lr", get_lr(*optimizer.optimizer)},
-                            {"samples_per_s", elapsed > 0 ? static_cast<double>((b + 1) * batch_size) / elapsed : 0.0}};
-        if (last_grad_norm) e["grad_norm"] = *last_grad_norm;
-        emit(e);
-      }
-      if (options.max_steps > 0 && total_steps >= options.max_steps) {
-        stopped_at_max_steps = true;
-        break;
-      }
-    }
-    const double epoch_loss = loss_sum.item<double>() / static_cast<double>(epoch_batches);
-    result.losses.push_back(epoch_loss);
-    lr_history.push_back(get_lr(*optimizer.optimizer));
-
-    // Evaluation and checkpoints only after a completed update (R-ACC-8): the epoch ends on one.
-    std::optional<double> val_loss;
-    if (val_data) {
-      val_loss = evaluate_loss(model, *val_data, loss, device, precision.used);
-      result.val_losses.push_back(*val_loss);
-    }
-    const double monitor = val_loss ? *val_loss : epoch_loss;
-    if (scheduler && scheduler->steps_per_epoch()) scheduler->step_epoch(monitor);
-
-    if (options.early_stopping_patience > 0) {
-      if (monitor < best) {
-        best = monitor;
-        best_epoch = epoch + 1;
-        patience_counter = 0;
-        best_state.clear();
-        for (auto& [k, v] : state_dict(model)) best_state.emplace_back(k, v.detach().clone());
-      } else {
-        ++patience_counter;
-      }
-    }
-
-    nlohmann::json e = {{"event", "epoch"},   {"epoch", epoch + 1},           {"total_epochs", options.epochs},
-                        {"loss", epoch_loss}, {"losses", result.losses},      {"lr", lr_history.back()},
-                        {"step", total_steps}, {"seconds", seconds_since(t_epoch)}};
-    if (last_grad_norm) e["grad_norm"] = *last_grad_norm;
-    if (val_loss) {
-      e["val_loss"] = *val_loss;
-      e["val_losses"] = result.val_losses;
-    }
-    if (options.early_stopping_patience > 0) {
-      e["patience_counter"] = patience_counter;
-      e["best_epoch"] = best_epoch;
-    }
-    emit(e);
-    if (options.early_stopping_patience > 0 && patience_counter >= options.early_stopping_patience) {
-      stopped_early = true;
-      ++epoch;
-      break;
-    }
-  }
-  if (!best_state.empty()) load_state_dict(model, best_state);
-
-  const double seconds = seconds_since(t_start);
-  result.metrics = {
-      {"final_train_loss", result.losses.empty() ? 0.0 : result.losses.back()},
-      {"final_val_loss", result.val_losses.empty() ? nlohmann::json() : nlohmann::json(result.val_losses.back())},
-      {"best_epoch", options.early_stopping_patience > 0 ? best_epoch : static_cast<int64_t>(result.losses.size())},
-      {"total_epochs_run", result.losses.size()},
-      {"start_epoch", options.start_epoch},
-      {"last_epoch", epoch},  // epochs completed overall: where a resumed run starts
-      {"train_seed", options.seed},
-      {"data_seed", train_data.options().seed},
-      {"stopped_early", stopped_early},
-      {"stopped_at_max_steps", stopped_at_max_steps},
-      {"lr_history", lr_history},
-      {"total_steps", total_steps},
-      {"total_batches", total_batches},
-      {"skipped_steps", skipped_steps},
-      {"accumulate_steps", window.accumulate_steps()},
-      {"effective_batch_size", batch_size * window.accumulate_steps()},
-      {"grad_norm", last_grad_norm ? nlohmann::json(*last_grad_norm) : nlohmann::json()},
-      {"device", device.str()},
-      {"seconds", seconds},
-      {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen) / seconds : 0.0},
-  };
-  precision_fields(result.metrics);
-  if (scheduler) result.metrics["scheduler_state"] = scheduler->state();
-  if (scaler) {
-    result.grad_scaler_state = scaler->state_dict();
-    result.metrics["grad_scale"] = scaler->get_scale();
-  }
-  return result;
+  return TrainingRun(model, train_data, val_data, optimizer, loss, scheduler, options, hooks).run();
 }
 
 }  // namespace codefy::train

@@ -8,11 +8,13 @@
 #include "train/model.h"
 #include "train/precision.h"
 #include "train/schedulers.h"
+#include "train/update.h"
 
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,12 +31,12 @@ struct TrainOptions {
   c10::Device device = c10::Device(c10::kCPU);
   /// Mixed precision requested (checked against the device before the first batch).
   Precision precision = Precision::kFp32;
-  /// Micro-batches per optimizer update (R-ACC-1).
+  /// Micro-batches per optimizer update; each loss is divided by this.
   int64_t accumulate_steps = 1;
-  /// Stop after this many optimizer updates (R-ACC-3); 0 = no limit.
+  /// Stop after this many optimizer updates (not micro-batches); 0 = no limit.
   int64_t max_steps = 0;
   /// Compute the gradient L2 norm at every update (one host read per update),
-  /// report it, and skip updates whose norm is not finite (R-PRAC-1).
+  /// report it, and skip updates whose norm is not finite.
   bool log_grad_norm = true;
   /// Fail the run after this many consecutive skipped updates instead of
   /// silently training on NaN.
@@ -54,6 +56,9 @@ struct TrainOptions {
   nlohmann::json scheduler_state;
   /// Minimum seconds between two "batch" progress events (each costs one host sync).
   double progress_interval_s = 0.25;
+  /// Data-parallel training's gradient reduction, called once per update
+  /// before unscaling (see GradientReducer); null in a single process.
+  std::shared_ptr<GradientReducer> gradient_reducer;
 };
 
 /// Hooks into the run around the loop.
@@ -68,18 +73,19 @@ struct TrainHooks {
 
 /// What training produced.
 struct TrainResult {
-  std::vector<double> losses;      ///< mean training loss per epoch
-  std::vector<double> val_losses;  ///< mean validation loss per epoch (empty without validation)
-  nlohmann::json metrics;          ///< CodefyUI's metrics dict, plus Codefy's counters
+  std::vector<double> losses;        ///< mean training loss per epoch
+  std::vector<double> val_losses;    ///< mean validation loss per epoch (empty without validation)
+  nlohmann::json metrics;            ///< CodefyUI's metrics dict, plus Codefy's counters
   nlohmann::json grad_scaler_state;  ///< the scaler's state_dict, null when no scaler ran
 };
 
 /// Trains `model` in place. The optimizer is used as given (its state lives
 /// on between runs); the scheduler steps per update or per epoch as its type
-/// says. Update order: backward x N (loss / N) → clip the whole accumulated
-/// gradient once → step unless the norm is not finite → scheduler (only if
-/// stepped) → zero grad. Losses stay on the device and are read back once per
-/// epoch; the gradient norm at most once per update: no host sync per batch.
+/// says. Each epoch runs micro_batch_step() per batch and apply_update() at
+/// the end of every accumulation window (see there for the update's order).
+/// Losses stay on the device and are read back once per epoch and with each
+/// "batch" progress event; the update reads the scaler's flag and the
+/// gradient norm: no host sync per micro-batch.
 TrainResult train_model(Model& model, const DataLoader& train_data, const DataLoader* val_data,
                         OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
                         const TrainOptions& options, const TrainHooks& hooks);

@@ -1,4 +1,5 @@
 #include "util/atomic_file.h"
+#include "util/errors.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -41,15 +42,14 @@ void write_atomically(const fs::path& path, const std::function<std::string(int 
   std::error_code ec;
   if (!fs::exists(dir, ec)) {
     fs::create_directories(dir, ec);
-    if (ec) throw std::runtime_error("cannot create folder " + dir.string() + " for " + path.string() + ": " + ec.message());
+    if (ec) throw Error("cannot create folder " + dir.string() + " for " + path.string() + ": " + ec.message());
   }
   // Unique per process and call, matching the "*.tmp.*" ignore pattern.
   const fs::path temp = dir / (path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
                                std::to_string(temp_counter.fetch_add(1)));
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
-    throw std::runtime_error("cannot write " + path.string() + ": creating " + temp.string() + " failed: " +
-                             std::strerror(errno));
+    throw Error("cannot write " + path.string() + ": creating " + temp.string() + " failed: " + std::strerror(errno));
   }
   std::string failure = fill(fd);
   if (!failure.empty()) {
@@ -64,7 +64,7 @@ void write_atomically(const fs::path& path, const std::function<std::string(int 
   if (!failure.empty()) {
     std::error_code ignored;
     fs::remove(temp, ignored);
-    throw std::runtime_error("cannot write " + path.string() + ": " + failure);
+    throw Error("cannot write " + path.string() + ": " + failure);
   }
   // Persist the rename itself; best effort, the data is already safe.
   int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -88,17 +88,18 @@ void write_file_atomic(const fs::path& path, std::string_view bytes, unsigned mo
 
 void copy_file_range_atomic(const fs::path& path, const fs::path& source, uint64_t offset, uint64_t size) {
   const int in = ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) throw std::runtime_error("cannot read " + source.string() + ": " + std::strerror(errno));
+  if (in < 0) throw Error("cannot read " + source.string() + ": " + std::strerror(errno));
   try {
     write_atomically(path, [&](int fd) {
       std::vector<char> buf(1 << 20);
       uint64_t done = 0;
       while (done < size) {
-        const ssize_t n = ::pread(in, buf.data(), std::min<uint64_t>(buf.size(), size - done),
-                                  static_cast<off_t>(offset + done));
+        const ssize_t n =
+            ::pread(in, buf.data(), std::min<uint64_t>(buf.size(), size - done), static_cast<off_t>(offset + done));
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return std::string("reading ") + source.string() + " failed";
-        if (!write_all(fd, buf.data(), static_cast<size_t>(n))) return std::string("write failed: ") + std::strerror(errno);
+        if (!write_all(fd, buf.data(), static_cast<size_t>(n)))
+          return std::string("write failed: ") + std::strerror(errno);
         done += static_cast<uint64_t>(n);
       }
       return std::string();

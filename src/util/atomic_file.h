@@ -1,8 +1,8 @@
 // Files written whole or not at all.
 #pragma once
 
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -11,7 +11,7 @@ namespace codefy::util {
 /// Writes `bytes` to `path` through a temporary file in the same folder
 /// (fsync, then rename), so readers and a crash see the old file or the
 /// complete new one. Creates missing parent folders. On failure the old file
-/// stays, the temporary is removed, and std::runtime_error names the path.
+/// stays, the temporary is removed, and codefy::Error names the path.
 /// `mode` is the new file's permission bits (before the umask): 0600 for secrets.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, unsigned mode = 0666);
 

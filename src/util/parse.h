@@ -14,7 +14,8 @@ namespace codefy::util {
 
 /// `text` as a whole number ("12", "-3", "+7"); nullopt unless all of it is one.
 inline std::optional<int64_t> parse_int(std::string_view text) {
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);  // from_chars rejects an explicit plus
+  // from_chars rejects an explicit plus; strip one, but not in front of a second sign ("+-3").
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;

@@ -108,9 +108,12 @@ inline nlohmann::json mlp_training_graph(const std::string& name, int64_t in, in
             node("train", "TrainingLoop", loop)}},
           {"edges",
            {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "mlp"}, {"type", "trigger"}},
-            edge("data", "dataset", "loader", "dataset"), edge("mlp", "model", "opt", "model"),
-            edge("mlp", "model", "train", "model"), edge("loader", "dataloader", "train", "dataloader"),
-            edge("opt", "optimizer", "train", "optimizer"), edge("loss", "loss_fn", "train", "loss_fn")}}};
+            edge("data", "dataset", "loader", "dataset"),
+            edge("mlp", "model", "opt", "model"),
+            edge("mlp", "model", "train", "model"),
+            edge("loader", "dataloader", "train", "dataloader"),
+            edge("opt", "optimizer", "train", "optimizer"),
+            edge("loss", "loss_fn", "train", "loss_fn")}}};
 }
 
 /// A committed golden-value file from tests/golden/ (made by scripts/golden/make_golden.py).

@@ -21,8 +21,7 @@ class FakeProbe : public DeviceProbe {
   static FakeProbe with_cards(int n, int current_index = 0) {
     FakeProbe p;
     p.current = current_index;
-    for (int i = 0; i < n; ++i)
-      p.cards.push_back({i, "NVIDIA H100 80GB HBM3", (10 + i) * GiB, 80 * GiB, 9, 0});
+    for (int i = 0; i < n; ++i) p.cards.push_back({i, "NVIDIA H100 80GB HBM3", (10 + i) * GiB, 80 * GiB, 9, 0});
     return p;
   }
   bool cuda_built() const override { return built; }
@@ -98,7 +97,8 @@ TEST(ResolveDevice, UnaddressableStringsFallBackToTheCurrentCard) {
     EXPECT_EQ(got.device.str(), "cuda:1") << s;
     ASSERT_EQ(got.warnings.size(), 1u) << s;
     const std::string& w = got.warnings[0];
-    EXPECT_NE(w.find(std::string("device \"") + s + "\" (" + kWhere + ") is not a device string"), std::string::npos) << w;
+    EXPECT_NE(w.find(std::string("device \"") + s + "\" (" + kWhere + ") is not a device string"), std::string::npos)
+        << w;
     EXPECT_NE(w.find("using cuda:1, the current CUDA device (this machine has 2 CUDA cards (cuda:0, cuda:1))"),
               std::string::npos)
         << w;

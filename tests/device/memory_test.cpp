@@ -22,7 +22,7 @@ TEST_F(CountingAllocator, CountsLiveAndPeakBytes) {
   EXPECT_TRUE(before.installed);
   reset_cpu_peak();
   {
-    torch::Tensor a = torch::empty({1024, 256});  // 1 MiB
+    torch::Tensor a = torch::empty({1024, 256});         // 1 MiB
     torch::Tensor view = a.narrow(0, 0, 10).view({-1});  // shares a's storage: nothing new
     EXPECT_EQ(cpu_memory().live_bytes - before.live_bytes, 1 << 20);
     EXPECT_GE(cpu_memory().allocations, before.allocations + 1);

@@ -45,20 +45,22 @@ void write_csv(const std::filesystem::path& p, int rows) {
   for (int i = 0; i < rows; ++i) out << i << "," << i * 2 << "," << i % 2 << "\n";
 }
 
+/// Runs `g` (relative paths resolving in `dir`) with an execution cache.
+RunResult run_cached(const nlohmann::json& g, const std::filesystem::path& dir, ExecutionCache& cache, Recorder& rec) {
+  RunSettings s;
+  s.base_dir = dir;
+  s.cache = &cache;
+  s.observer = &rec;
+  return run_json(g, s);
+}
+
 TEST(ExecutionCache, CsvDatasetIsReadAgainOnlyWhenItsFileChanges) {
   const auto dir = temp_dir("csvcache");
   write_csv(dir / "d.csv", 10);
-  const nlohmann::json g = {{"name", "csv"},
-                            {"nodes", {kStart, node("c", "CSVDataset", {{"path", "d.csv"}})}},
-                            {"edges", {trigger("c")}}};
+  const nlohmann::json g = {
+      {"name", "csv"}, {"nodes", {kStart, node("c", "CSVDataset", {{"path", "d.csv"}})}}, {"edges", {trigger("c")}}};
   ExecutionCache cache({0, 100});
-  auto run = [&](Recorder& rec) {
-    RunSettings s;
-    s.base_dir = dir;
-    s.cache = &cache;
-    s.observer = &rec;
-    return run_json(g, s);
-  };
+  auto run = [&](Recorder& rec) { return run_cached(g, dir, cache, rec); };
   Recorder first, second, third;
   run(first);
   EXPECT_EQ(status_of(first, "c"), "completed");
@@ -72,11 +74,49 @@ TEST(ExecutionCache, CsvDatasetIsReadAgainOnlyWhenItsFileChanges) {
   EXPECT_EQ(std::get<train::DatasetPtr>(r3.outputs["c"]["dataset"])->size(), 12);
 }
 
+/// Writes an MNIST train split of `n` blank 28x28 images labelled 0..n-1 as
+/// idx files straight into `dir` (one of the folders the loader searches).
+void write_mnist_train(const std::filesystem::path& dir, uint32_t n) {
+  auto idx = [](const std::filesystem::path& p, uint32_t magic, std::vector<uint32_t> dims, const std::string& data) {
+    std::ofstream out(p, std::ios::binary);
+    auto be32 = [&](uint32_t v) {
+      const char b[4] = {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+      out.write(b, 4);
+    };
+    be32(magic);
+    for (uint32_t d : dims) be32(d);
+    out << data;
+  };
+  std::string labels;
+  for (uint32_t i = 0; i < n; ++i) labels += static_cast<char>(i % 10);
+  idx(dir / "train-images-idx3-ubyte", 0x803, {n, 28, 28}, std::string(n * 28 * 28, '\0'));
+  idx(dir / "train-labels-idx1-ubyte", 0x801, {n}, labels);
+}
+
+TEST(ExecutionCache, DatasetIsReadAgainWhenAFileInDataDirItselfIsReplaced) {
+  const auto dir = temp_dir("mnistcache");
+  write_mnist_train(dir, 5);  // in <data_dir>/, not <data_dir>/MNIST/raw
+  const nlohmann::json g = {{"name", "mnist"},
+                            {"nodes", {kStart, node("d", "Dataset", {{"name", "MNIST"}, {"data_dir", "."}})}},
+                            {"edges", {trigger("d")}}};
+  ExecutionCache cache({0, 100});
+  auto run = [&](Recorder& rec) { return run_cached(g, dir, cache, rec); };
+  Recorder first, second, third;
+  EXPECT_EQ(std::get<train::DatasetPtr>(run(first).outputs["d"]["dataset"])->size(), 5);
+  EXPECT_EQ(status_of(first, "d"), "completed");
+  run(second);
+  EXPECT_EQ(status_of(second, "d"), "cached");
+
+  write_mnist_train(dir, 7);
+  auto r3 = run(third);
+  EXPECT_EQ(status_of(third, "d"), "completed");
+  EXPECT_EQ(std::get<train::DatasetPtr>(r3.outputs["d"]["dataset"])->size(), 7);
+}
+
 TEST(ExecutionCache, MissingFileIsNotCachedAndStillFailsNamingTheParam) {
   const auto dir = temp_dir("csvmissing");
-  const nlohmann::json g = {{"name", "csv"},
-                            {"nodes", {kStart, node("c", "CSVDataset", {{"path", "gone.csv"}})}},
-                            {"edges", {trigger("c")}}};
+  const nlohmann::json g = {
+      {"name", "csv"}, {"nodes", {kStart, node("c", "CSVDataset", {{"path", "gone.csv"}})}}, {"edges", {trigger("c")}}};
   ExecutionCache cache({0, 100});
   RunSettings s;
   s.base_dir = dir;
@@ -148,12 +188,11 @@ TEST(ExecutionCache, OutOfMemoryDropsTheFailingNodesEntries) {
     ~BudgetReset() { device::set_cpu_budget(0); }
   } reset;
   auto graph = [](int64_t samples) {
-    return nlohmann::json{
-        {"name", "oom"},
-        {"nodes",
-         {kStart, node("big", "ToyDataset", {{"n_samples", samples}, {"n_features", 64}}),
-          node("small", "ToyDataset", {{"n_samples", 10}})}},
-        {"edges", {trigger("big"), trigger("small")}}};
+    return nlohmann::json{{"name", "oom"},
+                          {"nodes",
+                           {kStart, node("big", "ToyDataset", {{"n_samples", samples}, {"n_features", 64}}),
+                            node("small", "ToyDataset", {{"n_samples", 10}})}},
+                          {"edges", {trigger("big"), trigger("small")}}};
   };
   ExecutionCache cache({0, 100});
   RunSettings s;
@@ -163,7 +202,7 @@ TEST(ExecutionCache, OutOfMemoryDropsTheFailingNodesEntries) {
   ASSERT_EQ(entries_of(cache, "small"), 1u);
   device::set_cpu_budget(device::cpu_memory().live_bytes + (16 << 20));
   EXPECT_THROW(run_json(graph(1000000), s), NodeOOMError);  // 256 MB of features
-  EXPECT_EQ(entries_of(cache, "big"), 0u);  // its entry from the first run went with the failure
+  EXPECT_EQ(entries_of(cache, "big"), 0u);                  // its entry from the first run went with the failure
   EXPECT_EQ(entries_of(cache, "small"), 1u);
   EXPECT_EQ(entries_of(cache, "start"), 1u);
 }

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <set>
 #include <thread>
 
 namespace codefy {
@@ -14,7 +15,9 @@ using codefy::testing::Recorder;
 using codefy::testing::run_json;
 using codefy::testing::set_param;
 
-nlohmann::json toy_graph() { return codefy::testing::read_json(codefy::testing::source_dir() / "examples/toy-mlp/graph.json"); }
+nlohmann::json toy_graph() {
+  return codefy::testing::read_json(codefy::testing::source_dir() / "examples/toy-mlp/graph.json");
+}
 
 TEST(Executor, SameSeedSameNumbersBitForBit) {
   auto g = toy_graph();
@@ -85,8 +88,11 @@ TEST(Executor, StopEndsTrainingWithinOneBatch) {
   EXPECT_EQ(batches, 1);
   EXPECT_EQ(epochs, 0);
   EXPECT_EQ(last_step, 1);  // stopped before the second batch
-  // Nodes after the training loop never started.
-  for (const auto& s : rec.statuses) EXPECT_EQ(s.find("evaluate"), std::string::npos) << s;
+  // Nodes after the training loop never started: they only report skipped.
+  std::vector<std::string> evaluate;
+  for (const auto& s : rec.statuses)
+    if (s.find("evaluate") != std::string::npos) evaluate.push_back(s);
+  EXPECT_EQ(evaluate, std::vector<std::string>{"evaluate:skipped"});
 }
 
 TEST(Executor, StopBeforeStartRunsNothing) {
@@ -94,7 +100,8 @@ TEST(Executor, StopBeforeStartRunsNothing) {
   token.cancel();
   Recorder rec;
   EXPECT_THROW(run_json(toy_graph(), 0, &rec, {}, token), Cancelled);
-  EXPECT_TRUE(rec.statuses.empty());
+  ASSERT_FALSE(rec.statuses.empty());
+  for (const auto& st : rec.statuses) EXPECT_NE(st.find(":skipped"), std::string::npos) << st;
 }
 
 TEST(Executor, NodeErrorsCarryIdentityAndResolvedPath) {
@@ -112,6 +119,24 @@ TEST(Executor, NodeErrorsCarryIdentityAndResolvedPath) {
     EXPECT_NE(e.detail().find((dir / "missing.csv").string()), std::string::npos) << e.what();
   }
   EXPECT_NE(std::find(rec.statuses.begin(), rec.statuses.end(), "data:error"), rec.statuses.end());
+}
+
+TEST(Executor, NodesAfterAFailureReportSkippedAndDoNotRun) {
+  auto g = codefy::testing::read_json(codefy::testing::source_dir() / "examples/csv-mlp/graph.json");
+  set_param(g, "data", "path", "missing.csv");
+  Recorder rec;
+  EXPECT_THROW(run_json(g, 0, &rec, codefy::testing::temp_dir("skipped")), NodeError);
+  // Everything after the failing node in plan order: skipped, once, never running.
+  const auto failed = std::find(rec.statuses.begin(), rec.statuses.end(), "data:error");
+  ASSERT_NE(failed, rec.statuses.end());
+  ASSERT_NE(failed + 1, rec.statuses.end()) << "the CSV is not the last node of the plan";
+  std::set<std::string> skipped;
+  for (auto it = failed + 1; it != rec.statuses.end(); ++it) {
+    EXPECT_NE(it->find(":skipped"), std::string::npos) << *it;
+    EXPECT_TRUE(skipped.insert(*it).second) << *it << " reported twice";
+  }
+  EXPECT_TRUE(skipped.count("train:skipped"));
+  EXPECT_FALSE(skipped.count("data:skipped"));
 }
 
 TEST(Executor, RelativePathsResolveAgainstTheGraphFolder) {

@@ -1,9 +1,10 @@
 // Node library end to end through the executor: real data, presets, weight
 // files, pictures.
 #include "engine/executor.h"
-#include "nodes/plot.h"
+#include "plot/plot.h"
 #include "test_support.h"
 #include "train/serialize.h"
+#include "util/text.h"
 
 #include <torch/torch.h>
 
@@ -16,7 +17,9 @@ using codefy::testing::set_param;
 using codefy::testing::source_dir;
 using codefy::testing::temp_dir;
 
-bool have_fashion_mnist() { return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+bool have_fashion_mnist() {
+  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+}
 
 TEST(Nodes, FashionMnistCnnLearnsOnASubset) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
@@ -61,7 +64,8 @@ TEST_P(WeightFiles, SaveThenLoadIntoAFreshModelGivesTheSameWeights) {
   const auto dir = temp_dir("weights_" + GetParam());
   auto g = read_json(source_dir() / "examples/toy-mlp/graph.json");
   set_param(g, "train", "epochs", 2);
-  g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"},
+  g["nodes"].push_back({{"id", "save"},
+                        {"type", "ModelSaver"},
                         {"data", {{"params", {{"path", "out/mlp.pt"}, {"format", GetParam()}}}}}});
   g["edges"].push_back({{"source", "train"}, {"sourceHandle", "model"}, {"target", "save"}, {"targetHandle", "model"}});
   auto trained = run_json(g, 1, nullptr, dir);
@@ -177,6 +181,108 @@ TEST(Resume, DamagedOrForeignCheckpointsGiveClearErrors) {
     ADD_FAILURE() << "expected an error for a missing file";
   } catch (const NodeError& e) {
     EXPECT_NE(e.detail().find("not found"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace codefy
+
+namespace codefy {
+namespace {
+
+/// What a run of Start -> SequentialModel(layers) fails with, whole.
+std::string sequential_model_error_text(const nlohmann::json& layers) {
+  const nlohmann::json g = {
+      {"name", "seq"},
+      {"nodes",
+       {{{"id", "start"}, {"type", "Start"}, {"data", {{"params", nlohmann::json::object()}}}},
+        {{"id", "m"}, {"type", "SequentialModel"}, {"data", {{"params", {{"layers", layers.dump()}}}}}}}},
+      {"edges", {{{"source", "start"}, {"target", "m"}, {"type", "trigger"}}}}};
+  try {
+    codefy::testing::run_json(g);
+  } catch (const NodeError& e) {
+    EXPECT_EQ(e.field(), "param \"layers\"");
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a NodeError";
+  return "";
+}
+
+TEST(Nodes, SequentialModelSpecErrorsSayTheLayerOnce) {
+  const nlohmann::json bad_param = {
+      {"version", 2},
+      {"nodes",
+       {{{"id", "in"}, {"type", "Input"}, {"ports", {{{"id", "p_x"}, {"name", "x"}}}}},
+        {{"id", "l1"}, {"type", "Linear"}, {"params", {{"in_features", 4.5}, {"out_features", 3}}}},
+        {{"id", "out"}, {"type", "Output"}, {"ports", {{{"id", "p_y"}, {"name", "y"}}}}}}},
+      {"edges",
+       {{{"id", "e1"}, {"source", "in"}, {"sourceHandle", "p_x"}, {"target", "l1"}},
+        {{"id", "e2"}, {"source", "l1"}, {"target", "out"}, {"targetHandle", "p_y"}}}}};
+  EXPECT_EQ(sequential_model_error_text(bad_param),
+            "graph \"seq\": node m (SequentialModel), param \"layers\": layer \"l1\" (Linear), parameter "
+            "\"in_features\": expected a whole number >= 1, got the decimal number 4.5");
+
+  // A problem with no layer to blame reads without an empty "layer :" prefix.
+  nlohmann::json no_output = bad_param;
+  no_output["nodes"].erase(2);
+  EXPECT_EQ(sequential_model_error_text(no_output),
+            "graph \"seq\": node m (SequentialModel), param \"layers\": the graph has no Output node; it needs "
+            "exactly one, connected from the last layer");
+}
+
+TEST(Nodes, VisualizeDrawsValidationLossBesideTrainingLoss) {
+  auto g = codefy::testing::read_json(codefy::testing::source_dir() / "examples/toy-mlp/graph.json");
+  codefy::testing::set_param(g, "train", "epochs", 6);
+  g["nodes"].push_back(
+      {{"id", "plot"}, {"type", "Visualize"}, {"data", {{"params", {{"title", "toy-mlp loss per epoch"}}}}}});
+  g["edges"].push_back({{"source", "train"}, {"sourceHandle", "losses"}, {"target", "plot"}, {"targetHandle", "data"}});
+  auto with_val = g;
+  with_val["edges"].push_back(
+      {{"source", "train"}, {"sourceHandle", "val_losses"}, {"target", "plot"}, {"targetHandle", "val_losses"}});
+  const auto both = std::get<std::string>(codefy::testing::run_json(with_val, 3).outputs["plot"]["image"]);
+  const auto alone = std::get<std::string>(codefy::testing::run_json(g, 3).outputs["plot"]["image"]);
+  EXPECT_EQ(both.rfind("iVBORw0KGgo", 0), 0u);  // base64 of the PNG signature
+  EXPECT_NE(both, alone);
+  // For a person to look at: two lines over epochs 1..6, with a legend.
+  std::ofstream(codefy::testing::temp_dir("visualize") / "train_val_loss.png", std::ios::binary)
+      << util::base64_decode(both);
+}
+
+TEST(Nodes, VisualizeDrawsTrainingLoopLossesOverEpochsWhenWiredAlone) {
+  // The usual CodefyUI wiring: only TrainingLoop.losses into Visualize.data.
+  auto g = codefy::testing::read_json(codefy::testing::source_dir() / "examples/toy-mlp/graph.json");
+  codefy::testing::set_param(g, "train", "epochs", 3);
+  g["nodes"].push_back({{"id", "plot"}, {"type", "Visualize"}, {"data", {{"params", {{"title", "loss"}}}}}});
+  g["edges"].push_back({{"source", "train"}, {"sourceHandle", "losses"}, {"target", "plot"}, {"targetHandle", "data"}});
+  auto image_with = [&](const std::string& x_axis) {
+    auto h = g;
+    codefy::testing::set_param(h, "plot", "x_axis", x_axis);
+    return std::get<std::string>(codefy::testing::run_json(h, 3).outputs["plot"]["image"]);
+  };
+  const std::string automatic = image_with("auto");
+  EXPECT_EQ(automatic, image_with("epoch"));
+  EXPECT_NE(automatic, image_with("index"));
+}
+
+TEST(Nodes, InputFailuresNameThePort) {
+  // A model is no data to plot: the error blames Visualize's input "data".
+  const nlohmann::json g = {
+      {"name", "ports"},
+      {"nodes",
+       {{{"id", "start"}, {"type", "Start"}},
+        {{"id", "m"}, {"type", "SequentialModel"}},
+        {{"id", "viz"}, {"type", "Visualize"}}}},
+      {"edges",
+       {{{"source", "start"}, {"target", "viz"}, {"type", "trigger"}},
+        {{"source", "m"}, {"sourceHandle", "model"}, {"target", "viz"}, {"targetHandle", "data"}}}}};
+  try {
+    codefy::testing::run_json(g);
+    FAIL() << "plotting a model was accepted";
+  } catch (const NodeError& e) {
+    EXPECT_EQ(e.field(), "input \"data\"");
+    EXPECT_EQ(std::string(e.what()),
+              "graph \"ports\": node viz (Visualize), input \"data\": cannot plot a MODEL; give a tensor or a list of "
+              "numbers");
   }
 }
 

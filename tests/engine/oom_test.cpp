@@ -2,8 +2,8 @@
 // budget plays the full GPU. The report has R-OOM-1's layout with advice
 // tailored to the graph, memory goes back to where it was, nothing is
 // retried, and a smaller batch then runs in the same process.
-#include "device/memory.h"
 #include "engine/oom.h"
+#include "device/memory.h"
 #include "test_support.h"
 
 #include <gtest/gtest.h>
@@ -83,8 +83,9 @@ TEST(OutOfMemory, AdviceLeavesOutWhatIsAlreadyDone) {
   ASSERT_EQ(cuda.size(), 4u);
   EXPECT_EQ(cuda[0], "reduce batch_size on the DataLoader node loader (now 5)");
   EXPECT_EQ(cuda[1], "set TrainingLoop's precision to bf16 (roughly halves activation memory on Ampere and newer)");
-  EXPECT_EQ(cuda[2], "raise TrainingLoop's accumulate_steps and lower batch_size by the same factor, which keeps the "
-                     "effective batch identical");
+  EXPECT_EQ(cuda[2],
+            "raise TrainingLoop's accumulate_steps and lower batch_size by the same factor, which keeps the "
+            "effective batch identical");
   // The worked example starts from the current accumulate_steps.
   EXPECT_NE(advice_for(wide_mlp_graph(64, {{"accumulate_steps", 4}}))[2].find("accumulate_steps 8 with batch_size 32"),
             std::string::npos);
@@ -111,8 +112,9 @@ TEST(OutOfMemory, CudaMemoryLineAsTheSpecShowsIt) {
             "15.61 GiB peak this process, 15.99 GiB on the card.");
   device::MemoryReading uncounted;
   EXPECT_EQ(oom_memory_line(uncounted, 0), "");
-  EXPECT_EQ(oom_report("Inference", "n3", c10::Device(c10::kCPU), {"a"}, "", "boom"),
-            "Node Inference (n3) ran out of memory on cpu.\n\nWhat to try, cheapest first:\n  - a\n\nOriginal error: boom");
+  EXPECT_EQ(
+      oom_report("Inference", "n3", c10::Device(c10::kCPU), {"a"}, "", "boom"),
+      "Node Inference (n3) ran out of memory on cpu.\n\nWhat to try, cheapest first:\n  - a\n\nOriginal error: boom");
 }
 
 TEST(OutOfMemory, TheCliExitsWithItsOwnCodeAndTheReport) {

@@ -5,6 +5,7 @@
 #include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/graph.h"
+#include "nodes/library.h"
 
 #include <gtest/gtest.h>
 
@@ -60,8 +61,8 @@ class Recorder : public Observer {
 inline RunResult run_json(const nlohmann::json& g, const RunSettings& s) {
   graph::Graph graph = graph::graph_from_json(g, "test");
   graph.base_dir = s.base_dir;
-  PreparedGraph p = prepare(graph, NodeRegistry::builtin());
-  return Executor(NodeRegistry::builtin()).run(p, s);
+  PreparedGraph p = prepare(graph, nodes::builtin());
+  return Executor(nodes::builtin()).run(p, s);
 }
 
 inline RunResult run_json(const nlohmann::json& g, uint64_t seed = 0, Observer* observer = nullptr,

@@ -39,7 +39,8 @@ void devices() {
   if (entries.size() >= 2) {
     check(entries[1].free_bytes.has_value() && entries[1].total_bytes.has_value(),
           "its free/total memory is read (NVML): " + entries[1].label);
-    check(contains(entries[1].label, "NVIDIA CUDA · ") && contains(entries[1].label, " GiB"), "label " + entries[1].label);
+    check(contains(entries[1].label, "NVIDIA CUDA · ") && contains(entries[1].label, " GiB"),
+          "label " + entries[1].label);
     const auto& p = entries[1].precisions;
     check(std::find(p.begin(), p.end(), "bf16") != p.end(), "bf16 is offered (compute capability >= 8.0)");
   }
@@ -47,8 +48,10 @@ void devices() {
   check(cards >= 1, "cuda_count() = " + std::to_string(cards));
   check(cards >= 2 ? entries.size() == static_cast<size_t>(2 + cards) : entries.size() == 2,
         "one entry per card only with two or more cards");
-  const auto far = device::resolve_device("cuda:" + std::to_string(cards), device::DeviceSource{"g", "n", "T", "device"});
-  check(far.device.is_cuda() && far.warnings.size() == 1 && contains(far.warnings[0], std::to_string(cards) + " CUDA card"),
+  const auto far =
+      device::resolve_device("cuda:" + std::to_string(cards), device::DeviceSource{"g", "n", "T", "device"});
+  check(far.device.is_cuda() && far.warnings.size() == 1 &&
+            contains(far.warnings[0], std::to_string(cards) + " CUDA card"),
         "a missing index falls back to the current card: " + (far.warnings.empty() ? "" : far.warnings[0]));
   const auto plain = device::resolve_device("cuda");
   check(plain.device.is_cuda() && plain.warnings.empty(), "\"cuda\" is the current device: " + plain.device.str());
@@ -143,7 +146,8 @@ void out_of_memory() {
     auto huge = torch::empty({total}, torch::TensorOptions().device(dev));  // 4x the card
     check(false, "allocating 4x the card succeeded");
   } catch (const c10::OutOfMemoryError& e) {
-    const std::string original = std::string(e.what_without_backtrace()).substr(0, std::string(e.what_without_backtrace()).find('\n'));
+    const std::string original =
+        std::string(e.what_without_backtrace()).substr(0, std::string(e.what_without_backtrace()).find('\n'));
     const auto m = device::read_memory(dev);
     report = oom_report("TrainingLoop", "n7", dev,
                         {"reduce batch_size on the DataLoader node loader (now 64)",

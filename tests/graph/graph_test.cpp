@@ -109,6 +109,13 @@ TEST(GraphFile, FormatErrorsNameTheProblem) {
   EXPECT_THROW(load_graph_file("/nonexistent/graph.json"), GraphFormatError);
 }
 
+TEST(GraphFile, EveryErrorOfThisLayerIsACodefyError) {
+  // One hierarchy: a caller (the server, the CLI) catches codefy::Error for all of them.
+  EXPECT_THROW(make("{not json"), codefy::Error);
+  EXPECT_THROW(save_graph_file(make(R"({"nodes":[]})"), "/proc/no/such/dir/graph.json"), codefy::Error);
+  EXPECT_THROW(throw ValidationError({}), codefy::Error);
+}
+
 TEST(Plan, OnlyReachableNodesRunInTopologicalOrder) {
   Plan p = make_plan(make(kChain));
   EXPECT_EQ(p.order, (std::vector<std::string>{"s", "a", "b"}));
@@ -189,55 +196,86 @@ TEST_P(Validation, ReportsTheSpecificProblem) {
 INSTANTIATE_TEST_SUITE_P(
     BadGraphs, Validation,
     ::testing::Values(
-        BadCase{"no_start", R"({"name":"bad","nodes":[{"id":"a","type":"Source"}],"edges":[]})", "", "", "no Start node"},
-        BadCase{"unknown_type", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Bogus"}],"edges":[)" TRIG("a") "]}",
-                "a", "", "unknown node type \"Bogus\""},
-        BadCase{"edge_missing_source", R"({"name":"bad","nodes":[)" START R"(,{"id":"b","type":"Sink"}],"edges":[)" TRIG("b")
-                R"(,{"id":"e9","source":"ghost","target":"b","sourceHandle":"out","targetHandle":"in"}]})",
+        BadCase{"no_start", R"({"name":"bad","nodes":[{"id":"a","type":"Source"}],"edges":[]})", "", "",
+                "no Start node"},
+        BadCase{"unknown_type",
+                R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Bogus"}],"edges":[)" TRIG("a") "]}", "a", "",
+                "unknown node type \"Bogus\""},
+        BadCase{"edge_missing_source",
+                R"({"name":"bad","nodes":[)" START R"(,{"id":"b","type":"Sink"}],"edges":[)" TRIG(
+                    "b") R"(,{"id":"e9","source":"ghost","target":"b","sourceHandle":"out","targetHandle":"in"}]})",
                 "b", "edge e9", "source node \"ghost\" does not exist"},
-        BadCase{"bad_output_port", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source"},{"id":"b","type":"Sink"}],"edges":[)"
-                TRIG("a") R"(,{"id":"e1","source":"a","target":"b","sourceHandle":"nope","targetHandle":"in"}]})",
+        BadCase{"bad_output_port",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source"},{"id":"b","type":"Sink"}],"edges":[)" TRIG(
+                    "a") R"(,{"id":"e1","source":"a","target":"b","sourceHandle":"nope","targetHandle":"in"}]})",
                 "a", "output \"nope\"", "does not have"},
-        BadCase{"bad_input_port", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source"},{"id":"b","type":"Sink"}],"edges":[)"
-                TRIG("a") R"(,{"id":"e1","source":"a","target":"b","sourceHandle":"out","targetHandle":"nope"}]})",
+        BadCase{"bad_input_port",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source"},{"id":"b","type":"Sink"}],"edges":[)" TRIG(
+                    "a") R"(,{"id":"e1","source":"a","target":"b","sourceHandle":"out","targetHandle":"nope"}]})",
                 "b", "input \"nope\"", "does not have"},
-        BadCase{"type_mismatch", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source"},{"id":"m","type":"ModelSink"}],"edges":[)"
-                TRIG("a") R"(,{"id":"e1","source":"a","target":"m","sourceHandle":"out","targetHandle":"model"}]})",
+        BadCase{"type_mismatch",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source"},{"id":"m","type":"ModelSink"}],"edges":[)" TRIG(
+                    "a") R"(,{"id":"e1","source":"a","target":"m","sourceHandle":"out","targetHandle":"model"}]})",
                 "m", "input \"model\"", "type mismatch: MODEL expected"},
-        BadCase{"missing_required_input", R"({"name":"bad","nodes":[)" START R"(,{"id":"b","type":"Sink"}],"edges":[)" TRIG("b") "]}",
-                "b", "input \"in\"", "required input is not connected"},
-        BadCase{"two_edges_one_input", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source"},{"id":"a2","type":"Source"},{"id":"b","type":"Sink"}],"edges":[)"
-                TRIG("a") "," TRIG("a2") R"(,{"source":"a","target":"b","sourceHandle":"out","targetHandle":"in"},{"source":"a2","target":"b","sourceHandle":"out","targetHandle":"in"}]})",
-                "b", "input \"in\"", "2 edges arrive"},
-        BadCase{"int_param_wrong_type", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source","data":{"params":{"n":"three"}}}],"edges":[)" TRIG("a") "]}",
+        BadCase{"missing_required_input",
+                R"({"name":"bad","nodes":[)" START R"(,{"id":"b","type":"Sink"}],"edges":[)" TRIG("b") "]}", "b",
+                "input \"in\"", "required input is not connected"},
+        BadCase{
+            "two_edges_one_input",
+            R"({"name":"bad","nodes":[)" START
+            R"(,{"id":"a","type":"Source"},{"id":"a2","type":"Source"},{"id":"b","type":"Sink"}],"edges":[)" TRIG("a") "," TRIG(
+                "a2") R"(,{"source":"a","target":"b","sourceHandle":"out","targetHandle":"in"},{"source":"a2","target":"b","sourceHandle":"out","targetHandle":"in"}]})",
+            "b", "input \"in\"", "2 edges arrive"},
+        BadCase{"int_param_wrong_type",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source","data":{"params":{"n":"three"}}}],"edges":[)" TRIG("a") "]}",
                 "a", "param \"n\"", "expected an integer"},
-        BadCase{"int_param_fraction", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source","data":{"params":{"n":2.5}}}],"edges":[)" TRIG("a") "]}",
+        BadCase{"int_param_fraction",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source","data":{"params":{"n":2.5}}}],"edges":[)" TRIG("a") "]}",
                 "a", "param \"n\"", "expected an integer"},
-        BadCase{"below_min", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source","data":{"params":{"n":0}}}],"edges":[)" TRIG("a") "]}",
+        BadCase{"below_min",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source","data":{"params":{"n":0}}}],"edges":[)" TRIG("a") "]}",
                 "a", "param \"n\"", "below the minimum 1"},
-        BadCase{"above_max", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source","data":{"params":{"n":11}}}],"edges":[)" TRIG("a") "]}",
+        BadCase{"above_max",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source","data":{"params":{"n":11}}}],"edges":[)" TRIG("a") "]}",
                 "a", "param \"n\"", "above the maximum 10"},
-        BadCase{"not_an_option", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source","data":{"params":{"mode":"c"}}}],"edges":[)" TRIG("a") "]}",
+        BadCase{"not_an_option",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source","data":{"params":{"mode":"c"}}}],"edges":[)" TRIG("a") "]}",
                 "a", "param \"mode\"", "\"c\" is not one of the options (a, b)"},
-        BadCase{"bool_wrong_type", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Source","data":{"params":{"flag":"yes"}}}],"edges":[)" TRIG("a") "]}",
+        BadCase{"bool_wrong_type",
+                R"({"name":"bad","nodes":[)" START
+                R"(,{"id":"a","type":"Source","data":{"params":{"flag":"yes"}}}],"edges":[)" TRIG("a") "]}",
                 "a", "param \"flag\"", "expected true or false"},
-        BadCase{"cycle", R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Sink"},{"id":"b","type":"Sink"}],"edges":[)" TRIG("a")
-                R"(,{"source":"a","target":"b","sourceHandle":"x","targetHandle":"in"},{"source":"b","target":"a","sourceHandle":"x","targetHandle":"in"}]})",
-                "a", "", "part of a cycle"}),
+        BadCase{
+            "cycle",
+            R"({"name":"bad","nodes":[)" START R"(,{"id":"a","type":"Sink"},{"id":"b","type":"Sink"}],"edges":[)" TRIG(
+                "a") R"(,{"source":"a","target":"b","sourceHandle":"x","targetHandle":"in"},{"source":"b","target":"a","sourceHandle":"x","targetHandle":"in"}]})",
+            "a", "", "part of a cycle"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST(Validation, NodesThatDoNotRunAreNotValidated) {
   FakeCatalog catalog;
   // "lonely" misses its required input and has an unknown sibling, but neither runs.
   auto issues = validate(make(R"({"name":"ok","nodes":[{"id":"s","type":"Start"},{"id":"a","type":"Source"},
-    {"id":"lonely","type":"Sink"},{"id":"odd","type":"Bogus"}],"edges":[{"source":"s","target":"a","type":"trigger"}]})"), catalog);
+    {"id":"lonely","type":"Sink"},{"id":"odd","type":"Bogus"}],"edges":[{"source":"s","target":"a","type":"trigger"}]})"),
+                         catalog);
   EXPECT_TRUE(issues.empty()) << issues.front().to_string();
 }
 
 TEST(Validation, CollectsEveryProblemAtOnce) {
   FakeCatalog catalog;
-  auto issues = validate(make(R"({"name":"bad","nodes":[{"id":"s","type":"Start"},{"id":"a","type":"Source","data":{"params":{"n":0,"mode":"z"}}},
-    {"id":"b","type":"Sink"}],"edges":[{"source":"s","target":"a","type":"trigger"},{"source":"s","target":"b","type":"trigger"}]})"), catalog);
+  auto issues = validate(
+      make(
+          R"({"name":"bad","nodes":[{"id":"s","type":"Start"},{"id":"a","type":"Source","data":{"params":{"n":0,"mode":"z"}}},
+    {"id":"b","type":"Sink"}],"edges":[{"source":"s","target":"a","type":"trigger"},{"source":"s","target":"b","type":"trigger"}]})"),
+      catalog);
   EXPECT_EQ(issues.size(), 3u);  // n below min, mode not an option, b's input missing
   ValidationError err(issues);
   EXPECT_NE(std::string(err.what()).find("3 problems"), std::string::npos);

@@ -2,9 +2,9 @@
 // codes (never a crash); examples run; nodes/devices print.
 #include "../engine/test_support.h"
 
-#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 namespace codefy {
 namespace {
@@ -29,19 +29,20 @@ struct BadGraph {
 
 // A valid skeleton: Start → SequentialModel; data from a ToyDataset. Cases vary one thing.
 #define HEAD R"({"name":"bad","nodes":[{"id":"s","type":"Start"},)"
-#define MLP R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"l\",\"type\":\"Linear\",\"params\":{\"in_features\":2,\"out_features\":2}},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"l\"},{\"source\":\"l\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}})"
+#define MLP \
+  R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"l\",\"type\":\"Linear\",\"params\":{\"in_features\":2,\"out_features\":2}},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"l\"},{\"source\":\"l\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}})"
 #define TRIG_M R"({"source":"s","target":"m","type":"trigger"})"
-#define TRAIN_NODES(loader_params, loop_params) \
-  R"({"id":"d","type":"ToyDataset","data":{"params":{"n_samples":64}}},)" \
+#define TRAIN_NODES(loader_params, loop_params)                                \
+  R"({"id":"d","type":"ToyDataset","data":{"params":{"n_samples":64}}},)"      \
   R"({"id":"dl","type":"DataLoader","data":{"params":)" loader_params R"(}},)" \
-  R"({"id":"loss","type":"Loss"},{"id":"opt","type":"Optimizer"},)" \
+  R"({"id":"loss","type":"Loss"},{"id":"opt","type":"Optimizer"},)"            \
   R"({"id":"t","type":"TrainingLoop","data":{"params":)" loop_params R"(}})"
-#define TRAIN_EDGES \
-  R"({"source":"d","sourceHandle":"dataset","target":"dl","targetHandle":"dataset"},)" \
-  R"({"source":"m","sourceHandle":"model","target":"opt","targetHandle":"model"},)" \
-  R"({"source":"m","sourceHandle":"model","target":"t","targetHandle":"model"},)" \
+#define TRAIN_EDGES                                                                          \
+  R"({"source":"d","sourceHandle":"dataset","target":"dl","targetHandle":"dataset"},)"       \
+  R"({"source":"m","sourceHandle":"model","target":"opt","targetHandle":"model"},)"          \
+  R"({"source":"m","sourceHandle":"model","target":"t","targetHandle":"model"},)"            \
   R"({"source":"dl","sourceHandle":"dataloader","target":"t","targetHandle":"dataloader"},)" \
-  R"({"source":"opt","sourceHandle":"optimizer","target":"t","targetHandle":"optimizer"},)" \
+  R"({"source":"opt","sourceHandle":"optimizer","target":"t","targetHandle":"optimizer"},)"  \
   R"({"source":"loss","sourceHandle":"loss_fn","target":"t","targetHandle":"loss_fn"})"
 #define OK_GRAPH(loader_params, loop_params) \
   HEAD MLP "," TRAIN_NODES(loader_params, loop_params) R"(],"edges":[)" TRIG_M "," TRAIN_EDGES "]}"
@@ -54,15 +55,21 @@ const BadGraph kBadGraphs[] = {
     {"duplicate_ids", R"({"name":"bad","nodes":[{"id":"x","type":"Start"},{"id":"x","type":"Start"}]})", 2,
      "two nodes have the id \"x\"", ""},
     {"no_start", R"({"name":"bad","nodes":[{"id":"d","type":"ToyDataset"}],"edges":[]})", 2, "no Start node", ""},
-    {"unknown_node_type", HEAD R"({"id":"w","type":"Wizard"}],"edges":[{"source":"s","target":"w","type":"trigger"}]})", 2,
-     "node w (Wizard)", "unknown node type \"Wizard\""},
-    {"edge_to_missing_node", HEAD MLP R"(],"edges":[)" TRIG_M R"(,{"id":"e7","source":"m","sourceHandle":"model","target":"ghost","targetHandle":"x"}]})",
+    {"unknown_node_type", HEAD R"({"id":"w","type":"Wizard"}],"edges":[{"source":"s","target":"w","type":"trigger"}]})",
+     2, "node w (Wizard)", "unknown node type \"Wizard\""},
+    {"edge_to_missing_node",
+     HEAD MLP R"(],"edges":[)" TRIG_M
+              R"(,{"id":"e7","source":"m","sourceHandle":"model","target":"ghost","targetHandle":"x"}]})",
      2, "edge e7", "target node \"ghost\" does not exist"},
-    {"type_mismatch", HEAD MLP "," R"({"id":"dl","type":"DataLoader"}],"edges":[)" TRIG_M
-     R"(,{"id":"e1","source":"m","sourceHandle":"model","target":"dl","targetHandle":"dataset"}]})",
+    {"type_mismatch",
+     HEAD MLP ","
+              R"({"id":"dl","type":"DataLoader"}],"edges":[)" TRIG_M
+              R"(,{"id":"e1","source":"m","sourceHandle":"model","target":"dl","targetHandle":"dataset"}]})",
      2, "node dl (DataLoader), input \"dataset\"", "type mismatch: DATASET expected"},
-    {"missing_required_input", HEAD MLP "," R"({"id":"opt","type":"Optimizer"},{"id":"t","type":"TrainingLoop"}],"edges":[)" TRIG_M
-     R"(,{"source":"m","sourceHandle":"model","target":"t","targetHandle":"model"}]})",
+    {"missing_required_input",
+     HEAD MLP ","
+              R"({"id":"opt","type":"Optimizer"},{"id":"t","type":"TrainingLoop"}],"edges":[)" TRIG_M
+              R"(,{"source":"m","sourceHandle":"model","target":"t","targetHandle":"model"}]})",
      2, "node t (TrainingLoop), input \"dataloader\"", "required input is not connected"},
     {"param_wrong_type", OK_GRAPH(R"({"batch_size":"big"})", "{}"), 2, "node dl (DataLoader), param \"batch_size\"",
      "expected an integer, got \"big\""},
@@ -74,24 +81,41 @@ const BadGraph kBadGraphs[] = {
      "expected true or false"},
     {"float_param_as_string", OK_GRAPH("{}", R"({"grad_clip_norm":"1.0"})"), 2,
      "node t (TrainingLoop), param \"grad_clip_norm\"", "expected a number"},
-    {"epochs_zero", OK_GRAPH("{}", R"({"epochs":0})"), 2, "node t (TrainingLoop), param \"epochs\"", "below the minimum 1"},
-    {"cycle", HEAD R"({"id":"p1","type":"Print"},{"id":"p2","type":"Print"}],"edges":[{"source":"s","target":"p1","type":"trigger"},)"
+    {"epochs_zero", OK_GRAPH("{}", R"({"epochs":0})"), 2, "node t (TrainingLoop), param \"epochs\"",
+     "below the minimum 1"},
+    {"cycle",
+     HEAD
+     R"({"id":"p1","type":"Print"},{"id":"p2","type":"Print"}],"edges":[{"source":"s","target":"p1","type":"trigger"},)"
      R"({"source":"p1","sourceHandle":"value","target":"p2","targetHandle":"value"},{"source":"p2","sourceHandle":"value","target":"p1","targetHandle":"value"}]})",
      2, "node p1 (Print)", "part of a cycle"},
-    {"bad_layer_spec", HEAD R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"l\",\"type\":\"Linear\",\"params\":{\"out_features\":2}},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"l\"},{\"source\":\"l\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}}],"edges":[)" TRIG_M "]}",
+    {"bad_layer_spec",
+     HEAD
+     R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"l\",\"type\":\"Linear\",\"params\":{\"out_features\":2}},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"l\"},{\"source\":\"l\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}}],"edges":[)" TRIG_M
+     "]}",
      3, "node m (SequentialModel), param \"layers\"", "in_features"},
-    {"unknown_layer_type", HEAD R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"z\",\"type\":\"Teleport\"},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"z\"},{\"source\":\"z\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}}],"edges":[)" TRIG_M "]}",
+    {"unknown_layer_type",
+     HEAD
+     R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"z\",\"type\":\"Teleport\"},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"z\"},{\"source\":\"z\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}}],"edges":[)" TRIG_M
+     "]}",
      3, "node m (SequentialModel), param \"layers\"", "Teleport"},
-    {"missing_csv_file", HEAD R"({"id":"c","type":"CSVDataset","data":{"params":{"path":"nowhere.csv"}}}],"edges":[{"source":"s","target":"c","type":"trigger"}]})",
+    {"missing_csv_file",
+     HEAD
+     R"({"id":"c","type":"CSVDataset","data":{"params":{"path":"nowhere.csv"}}}],"edges":[{"source":"s","target":"c","type":"trigger"}]})",
      3, "node c (CSVDataset), param \"path\"", "nowhere.csv"},
-    {"missing_mnist_files", HEAD R"({"id":"c","type":"Dataset","data":{"params":{"name":"MNIST","data_dir":"no-such-dir"}}}],"edges":[{"source":"s","target":"c","type":"trigger"}]})",
+    {"missing_mnist_files",
+     HEAD
+     R"({"id":"c","type":"Dataset","data":{"params":{"name":"MNIST","data_dir":"no-such-dir"}}}],"edges":[{"source":"s","target":"c","type":"trigger"}]})",
      3, "node c (Dataset), param \"data_dir\"", "no-such-dir"},
-    {"missing_weights_file", HEAD MLP R"(,{"id":"ld","type":"ModelLoader","data":{"params":{"path":"none.pt"}}}],"edges":[)" TRIG_M
-     R"(,{"source":"m","sourceHandle":"model","target":"ld","targetHandle":"model"}]})",
+    {"missing_weights_file",
+     HEAD MLP R"(,{"id":"ld","type":"ModelLoader","data":{"params":{"path":"none.pt"}}}],"edges":[)" TRIG_M
+              R"(,{"source":"m","sourceHandle":"model","target":"ld","targetHandle":"model"}]})",
      3, "node ld (ModelLoader), param \"path\"", "none.pt"},
-    {"shape_mismatch_at_runtime", HEAD MLP "," R"({"id":"d","type":"ToyDataset","data":{"params":{"n_samples":64,"n_features":3}}},)"
-     R"({"id":"dl","type":"DataLoader"},{"id":"loss","type":"Loss"},{"id":"opt","type":"Optimizer"},{"id":"t","type":"TrainingLoop"}],"edges":[)"
-     TRIG_M "," TRAIN_EDGES "]}",
+    {"shape_mismatch_at_runtime",
+     HEAD MLP
+     ","
+     R"({"id":"d","type":"ToyDataset","data":{"params":{"n_samples":64,"n_features":3}}},)"
+     R"({"id":"dl","type":"DataLoader"},{"id":"loss","type":"Loss"},{"id":"opt","type":"Optimizer"},{"id":"t","type":"TrainingLoop"}],"edges":[)" TRIG_M
+     "," TRAIN_EDGES "]}",
      3, "node t (TrainingLoop)", "mat1 and mat2 shapes cannot be multiplied"},
 };
 
@@ -123,9 +147,10 @@ INSTANTIATE_TEST_SUITE_P(All, BadGraphCli, ::testing::ValuesIn(kBadGraphs),
 
 TEST(Cli, MissingOutputPortIsNamed) {
   const auto dir = temp_dir("cli_port");
-  const auto path = write_graph(dir, "g",
-                                HEAD MLP R"(,{"id":"p","type":"Print"}],"edges":[)" TRIG_M
-                                R"(,{"id":"e5","source":"m","sourceHandle":"weights","target":"p","targetHandle":"value"}]})");
+  const auto path = write_graph(
+      dir, "g",
+      HEAD MLP R"(,{"id":"p","type":"Print"}],"edges":[)" TRIG_M
+               R"(,{"id":"e5","source":"m","sourceHandle":"weights","target":"p","targetHandle":"value"}]})");
   auto r = run_codefy("validate " + path);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("node m (SequentialModel), output \"weights\""), std::string::npos) << r.output;
@@ -150,8 +175,8 @@ TEST(Cli, RunJsonPrintsOneEventPerLine) {
 }
 
 TEST(Cli, ToyExampleRunsAndPrintsMetrics) {
-  auto r = run_codefy("run " + (codefy::testing::source_dir() / "examples/toy-mlp/graph.json").string() +
-                      " --out " + temp_dir("cli_toy").string());
+  auto r = run_codefy("run " + (codefy::testing::source_dir() / "examples/toy-mlp/graph.json").string() + " --out " +
+                      temp_dir("cli_toy").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("[validation accuracy]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("final_train_loss"), std::string::npos) << r.output;
@@ -243,9 +268,9 @@ TEST(Cli, ServeTakesWorkersAndBudgetsFromFlagsAndAConfigFile) {
   const std::string data = " --port 0 --data-dir " + (dir / "data").string();
   // Serves until SIGTERM (from `timeout`; --foreground: one signal, not a second to the group), then stops
   // cleanly; the banner lists the workers.
-  const auto served = run_codefy("serve" + data + " --config " + (dir / "config.json").string() +
-                                        " --device-budget-mb cpu=256",
-                                    "LC_ALL=C timeout --foreground --preserve-status -s TERM 3");
+  const auto served =
+      run_codefy("serve" + data + " --config " + (dir / "config.json").string() + " --device-budget-mb cpu=256",
+                 "LC_ALL=C timeout --foreground --preserve-status -s TERM 3");
   EXPECT_EQ(served.exit_code, 0) << served.output;
   EXPECT_NE(served.output.find("worker main: cpu (budget 256 MB)"), std::string::npos) << served.output;
   // The session token for scripts: owner-only, 64 hex digits.

@@ -2,11 +2,12 @@
 // server's HTTP API (CodefyUI's /api/models, /api/execution/outputs and
 // /api/execution/state routes), and the inspector's slicing on its own.
 #include "fixture.h"
+#include "server/multipart.h"
 #include "server/outputs.h"
 
+#include <torch/torch.h>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
-#include <torch/torch.h>
 
 namespace codefy::server {
 namespace {
@@ -20,16 +21,18 @@ const std::map<std::string, std::string> kForm = {{"Content-Type", "multipart/fo
 using testing::read_file;
 
 TEST(Multipart, PartsFieldsAndFilenames) {
-  const std::string body = "preamble\r\n--b\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n"
-                           "--b\r\ncontent-disposition: form-data; name=\"file\"; filename=\"w.pt\"\r\n\r\n"
-                           "a\r\n--b-not-yet\r\nz\r\n--b--\r\n";
+  const std::string body =
+      "preamble\r\n--b\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\nhello\r\n"
+      "--b\r\ncontent-disposition: form-data; name=\"file\"; filename=\"w.pt\"\r\n\r\n"
+      "a\r\n--b-not-yet\r\nz\r\n--b--\r\n";
   const auto parts = parse_multipart("multipart/form-data; boundary=\"b\"", body);
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].name, "note");
   EXPECT_EQ(parts[0].filename, "");
   EXPECT_EQ(body.substr(parts[0].offset, parts[0].size), "hello");
   EXPECT_EQ(parts[1].filename, "w.pt");
-  EXPECT_EQ(body.substr(parts[1].offset, parts[1].size), "a\r\n--b-not-yet\r\nz");  // the delimiter is only CRLF--b followed by CRLF or --
+  EXPECT_EQ(body.substr(parts[1].offset, parts[1].size),
+            "a\r\n--b-not-yet\r\nz");  // the delimiter is only CRLF--b followed by CRLF or --
   // Spooled to a file and read in pieces of every small size: the same parts.
   testing::TempDir tmp("multipart");
   std::ofstream(tmp.path() / "body", std::ios::binary) << body;
@@ -60,7 +63,7 @@ TEST_F(ServerFixture, ModelFilesUploadListDownloadDelete) {
 
   const Reply list = get("/api/models");
   EXPECT_EQ(list.json, (nlohmann::json::array({{{"filename", "b.safetensors"}, {"size", 1}},
-                                                {{"filename", "mnist.pt"}, {"size", 100000}}})));
+                                               {{"filename", "mnist.pt"}, {"size", 100000}}})));
 
   const Reply down = get("/api/models/download/mnist.pt");
   ASSERT_EQ(down.status, 200);
@@ -89,14 +92,15 @@ TEST_F(ServerFixture, ModelFileRoutesRefuseWhatTheyShould) {
   EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("a|b.pt", "x"), kForm).status, 400);
   EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("con.pt", "x"), kForm).status, 400);
   EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("w.pt", "x", "other"), kForm).status, 422);
-  EXPECT_EQ(request(http::verb::post, "/api/models/upload", "not a form", {{"Content-Type", "text/plain"}}).status, 400);
+  EXPECT_EQ(request(http::verb::post, "/api/models/upload", "not a form", {{"Content-Type", "text/plain"}}).status,
+            400);
   const Reply big = request(http::verb::post, "/api/models/upload", form("big.pt", std::string(300 << 10, 'w')), kForm);
   EXPECT_EQ(big.status, 413);
   EXPECT_EQ(big.json["detail"], "File too large");
   EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("huge.pt", std::string(400 << 10, 'w')), kForm).status,
             413);  // past the body limit (upload limit + 64 KiB of form)
-  EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("w.pt", "x"), {{"Content-Type", kForm.begin()->second},
-                                                                                {"X-CodefyUI-Token", "wrong"}})
+  EXPECT_EQ(request(http::verb::post, "/api/models/upload", form("w.pt", "x"),
+                    {{"Content-Type", kForm.begin()->second}, {"X-CodefyUI-Token", "wrong"}})
                 .status,
             403);
   // Without the token even an oversized body gets 403, unread (CodefyUI's order: token, then size).
@@ -209,7 +213,7 @@ TEST_F(ServerFixture, RecordedOutputsAreListedSlicedAndCounted) {
             "output 'train.nothing' not found in run 'r-1'");
   EXPECT_EQ(get("/api/execution/outputs/r-9").json["detail"], "run 'r-9' not found");
 
-  // /api/health counts what the stores hold (R-MEM-4).
+  // /api/health counts what the stores hold.
   const auto caches = get("/api/health").json["caches"];
   EXPECT_EQ(caches["run_output_store"]["runs"], 1);
   EXPECT_GT(caches["run_output_store"]["bytes"].get<int64_t>(), 0);
@@ -272,11 +276,12 @@ TEST_F(ServerFixture, UploadAnswers100ContinueBeforeTheBody) {
 
 TEST_F(ServerFixture, StoresStayWithinTheirCapsUnderUse) {
   stores_.execution_cache = {64 << 10, 100};  // 64 KiB per connection
-  stores_.run_output_store = {0, 2};            // byte cap off (0), two runs
+  stores_.run_output_store = {0, 2};          // byte cap off (0), two runs
   stop();
   start();
   auto ws = open_ws();
-  nlohmann::json g = toy_graph(1, 6000);  // its dataset: 6000 x 2 floats + 6000 int64 labels = 96 KB, over the cap alone
+  nlohmann::json g =
+      toy_graph(1, 6000);  // its dataset: 6000 x 2 floats + 6000 int64 labels = 96 KB, over the cap alone
   g["action"] = "execute";
   g["record_outputs"] = true;
   for (const char* id : {"a", "b", "c"}) {

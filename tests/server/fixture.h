@@ -2,17 +2,18 @@
 // WebSocket) for the server's integration tests.
 #pragma once
 
+#include "../common/test_util.h"
 #include "engine/node.h"
+#include "nodes/library.h"
 #include "server/api.h"
 #include "server/http_server.h"
-#include "../common/test_util.h"
 
+#include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -44,10 +45,11 @@ class ServerFixture : public ::testing::Test {
     o.data_dir = dir_.path();
     o.token = "test-token";
     o.examples_dir = fs::path(CODEFY_SOURCE_DIR) / "examples";
-    o.workers = {{"cpu", {"cpu"}}, {"cuda:0", {"cuda:0"}}};  // a second queue, so queue independence can be shown on a CPU machine
+    o.workers = {{"cpu", {"cpu"}},
+                 {"cuda:0", {"cuda:0"}}};  // a second queue, so queue independence can be shown on a CPU machine
     o.max_upload_bytes = 256 << 10;
     o.stores = stores_;
-    api_ = std::make_unique<Api>(o, NodeRegistry::builtin());
+    api_ = std::make_unique<Api>(o, nodes::builtin());
     ServerOptions so;
     so.host = "127.0.0.1";
     so.port = 0;

@@ -14,7 +14,7 @@ TEST_F(ServerFixture, HealthHasTheStoresQueuesAndVersion) {
   const Reply r = get("/api/health");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json["status"], "ok");
-  EXPECT_EQ(r.json["nodes_loaded"], NodeRegistry::builtin().list().size());
+  EXPECT_EQ(r.json["nodes_loaded"], nodes::builtin().list().size());
   EXPECT_FALSE(r.json["version"].get<std::string>().empty());
   for (const char* k : {"instances", "entries", "bytes", "max_bytes_each"})
     EXPECT_TRUE(r.json["caches"]["execution_cache"].contains(k)) << k;
@@ -48,7 +48,8 @@ TEST_F(ServerFixture, TokenHostAndOriginAreChecked) {
   const Reply boot = get("/api/auth/bootstrap");  // the test client is on loopback
   EXPECT_EQ(boot.status, 200);
   EXPECT_EQ(boot.json["token"], "test-token");
-  const Reply no_token = request(http::verb::post, "/api/graph/validate", toy_graph(1).dump(), {{"X-CodefyUI-Token", ""}});
+  const Reply no_token =
+      request(http::verb::post, "/api/graph/validate", toy_graph(1).dump(), {{"X-CodefyUI-Token", ""}});
   EXPECT_EQ(no_token.status, 403);
   EXPECT_EQ(no_token.json["detail"], "Missing or invalid X-CodefyUI-Token header");
   EXPECT_EQ(post("/api/graph/validate", toy_graph(1), {{"X-CodefyUI-Token", "guess"}}).status, 403);
@@ -142,7 +143,8 @@ TEST_F(ServerFixture, IdleAndManyConnectionsDoNotStopIt) {
     idle.back().connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_));
   }
   std::vector<std::future<int>> busy;
-  for (int i = 0; i < 20; ++i) busy.push_back(std::async(std::launch::async, [&] { return get("/api/health").status; }));
+  for (int i = 0; i < 20; ++i)
+    busy.push_back(std::async(std::launch::async, [&] { return get("/api/health").status; }));
   for (auto& f : busy) EXPECT_EQ(f.get(), 200);
   // The idle ones are dropped after the read timeout.
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
@@ -239,7 +241,10 @@ TEST_F(ServerFixture, WebSocketReRunsOnlyWhatChanged) {
   nlohmann::json g = toy_graph(1);
   g["nodes"].push_back({{"id", "val"}, {"type", "ToyDataset"}, {"data", {{"params", {{"seed", 3}}}}}});
   g["nodes"].push_back({{"id", "show"}, {"type", "Print"}, {"data", {{"params", nlohmann::json::object()}}}});
-  g["edges"].push_back({{"source", "val"}, {"sourceHandle", "dataset"}, {"target", "show"}, {"targetHandle", "value"},
+  g["edges"].push_back({{"source", "val"},
+                        {"sourceHandle", "dataset"},
+                        {"target", "show"},
+                        {"targetHandle", "value"},
                         {"type", "data"}});
   g["edges"].push_back({{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "show"}, {"type", "trigger"}});
   g["action"] = "execute";
@@ -288,10 +293,8 @@ TEST_F(ServerFixture, WebSocketStopEndsTrainingWithinABatch) {
 }
 
 TEST_F(ServerFixture, WebSocketHandshakeChecksTokenAndOrigin) {
-  for (const auto& [query, origin, code] :
-       std::vector<std::tuple<std::string, std::string, int>>{{"", "", 4401},
-                                                              {"?token=wrong", "", 4401},
-                                                              {"?token=test-token", "http://evil.example", 4003}}) {
+  for (const auto& [query, origin, code] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"", "", 4401}, {"?token=wrong", "", 4401}, {"?token=test-token", "http://evil.example", 4003}}) {
     auto ws = open_ws(query, origin);
     beast::flat_buffer b;
     beast::error_code ec;

@@ -1,4 +1,4 @@
-// Per-device run queues (R-DEV-3): a long run on one device does not delay a
+// Per-device run queues: a long run on one device does not delay a
 // run on another; runs on one device go in order; stop drops a queued run and
 // cancels a running one; positions and the queue summary are right.
 #include "server/run_queue.h"
@@ -30,13 +30,13 @@ TEST(RunQueues, ARunOnAnotherDeviceIsNotDelayed) {
   RunQueues q({"cpu", "cuda:0", "cuda:1"});
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
-  const std::string long_run = q.submit("cuda:0", [released](const CancellationToken&, const std::string&) { released.wait(); });
+  const std::string long_run =
+      q.submit("cuda:0", [released](const CancellationToken&, const std::string&) { released.wait(); });
   ASSERT_TRUE(eventually([&] { return state(q, long_run) == RunState::kRunning; }));
   const std::string short_cuda1 = q.submit("cuda:1", [](const CancellationToken&, const std::string&) {});
   const std::string short_cpu = q.submit("cpu", [](const CancellationToken&, const std::string&) {});
-  EXPECT_TRUE(eventually([&] {
-    return state(q, short_cuda1) == RunState::kCompleted && state(q, short_cpu) == RunState::kCompleted;
-  }));
+  EXPECT_TRUE(eventually(
+      [&] { return state(q, short_cuda1) == RunState::kCompleted && state(q, short_cpu) == RunState::kCompleted; }));
   EXPECT_EQ(state(q, long_run), RunState::kRunning);  // still going: the short ones did not wait for it
   const auto summary = q.queues_json();
   EXPECT_EQ(summary["cuda:0"]["running"], long_run);
@@ -97,7 +97,8 @@ TEST(RunQueues, StopDropsAQueuedRunAndCancelsARunningOne) {
 
 TEST(RunQueues, FailuresAreRecordedAndUnknownDevicesRefused) {
   RunQueues q({"cpu"});
-  const std::string bad = q.submit("cpu", [](const CancellationToken&, const std::string&) { throw std::runtime_error("boom"); });
+  const std::string bad =
+      q.submit("cpu", [](const CancellationToken&, const std::string&) { throw std::runtime_error("boom"); });
   ASSERT_TRUE(eventually([&] { return state(q, bad) == RunState::kFailed; }));
   EXPECT_EQ(q.info(bad)->error, "boom");
   EXPECT_THROW(q.submit("cuda:7", [](const CancellationToken&, const std::string&) {}), std::invalid_argument);
@@ -146,12 +147,13 @@ TEST(Workers, AWorkerRunsOneRunAtATimeOnItsWholeDeviceSet) {
   RunQueues q(make_workers({"pair=cuda:0,cuda:1"}, {"cpu", "cuda:0", "cuda:1"}));
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
-  const std::string first = q.submit("cuda:0", [released](const CancellationToken&, const std::string&) { released.wait(); });
+  const std::string first =
+      q.submit("cuda:0", [released](const CancellationToken&, const std::string&) { released.wait(); });
   ASSERT_TRUE(eventually([&] { return state(q, first) == RunState::kRunning; }));
   const std::string second = q.submit("cuda:1", [](const CancellationToken&, const std::string&) {});
   const std::string cpu = q.submit("cpu", [](const CancellationToken&, const std::string&) {});
   EXPECT_TRUE(eventually([&] { return state(q, cpu) == RunState::kCompleted; }));  // another worker: not delayed
-  EXPECT_EQ(state(q, second), RunState::kQueued);  // same worker: waits
+  EXPECT_EQ(state(q, second), RunState::kQueued);                                  // same worker: waits
   EXPECT_EQ(q.info(second)->position, 1u);
   EXPECT_EQ(q.info(second)->queue, "pair");
   EXPECT_EQ(q.info(second)->device, "cuda:1");

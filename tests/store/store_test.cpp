@@ -106,8 +106,8 @@ TEST(Sizing, ValuesThatShareTensorsCountThemOnce) {
 }
 
 TEST(StoreSettings, DefaultsEnvironmentAndZero) {
-  for (const char* v : {"CODEFYUI_EXECUTION_CACHE_MAX_MB", "CODEFYUI_RUN_OUTPUT_STORE_MAX_MB",
-                        "CODEFYUI_NODE_STATE_STORE_MAX_MB"})
+  for (const char* v :
+       {"CODEFYUI_EXECUTION_CACHE_MAX_MB", "CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", "CODEFYUI_NODE_STATE_STORE_MAX_MB"})
     unsetenv(v);
   StoreSettings d = StoreSettings::from_env();
   EXPECT_EQ(d.execution_cache.max_bytes, int64_t{1} << 30);
@@ -129,8 +129,8 @@ TEST(StoreSettings, DefaultsEnvironmentAndZero) {
     EXPECT_NE(std::string(err.what()).find("CODEFYUI_RUN_OUTPUT_STORE_MAX_MB must be a whole number of MB"),
               std::string::npos);
   }
-  for (const char* v : {"CODEFYUI_EXECUTION_CACHE_MAX_MB", "CODEFYUI_RUN_OUTPUT_STORE_MAX_MB",
-                        "CODEFYUI_NODE_STATE_STORE_MAX_MB"})
+  for (const char* v :
+       {"CODEFYUI_EXECUTION_CACHE_MAX_MB", "CODEFYUI_RUN_OUTPUT_STORE_MAX_MB", "CODEFYUI_NODE_STATE_STORE_MAX_MB"})
     unsetenv(v);
 }
 

@@ -5,8 +5,8 @@
 #include "../common/test_util.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <fstream>
@@ -76,8 +76,7 @@ TEST(Losses, MatchPyTorchValuesAndGradients) {
     const auto expected = c.at("grad").at("values").get<std::vector<double>>();
     ASSERT_EQ(grad.size(), expected.size());
     for (size_t i = 0; i < grad.size(); ++i)
-      EXPECT_TRUE(codefy::testing::close_to_pytorch(grad[i], expected[i],
-          "grad[" + std::to_string(i) + "]", 1e-6));
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(grad[i], expected[i], "grad[" + std::to_string(i) + "]", 1e-6));
   }
 }
 
@@ -184,11 +183,9 @@ TEST(Optimizers, MatchPyTorchAfterFiveSteps) {
     const auto gw = flat(w), gv = flat(v);
     const auto ew = flat(f64(cs.at("w"))), ev = flat(f64(cs.at("v")));
     for (size_t i = 0; i < ew.size(); ++i)
-      EXPECT_TRUE(codefy::testing::close_to_pytorch(gw[i], ew[i],
-          "w[" + std::to_string(i) + "]", 1e-6));
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(gw[i], ew[i], "w[" + std::to_string(i) + "]", 1e-6));
     for (size_t i = 0; i < ev.size(); ++i)
-      EXPECT_TRUE(codefy::testing::close_to_pytorch(gv[i], ev[i],
-          "v[" + std::to_string(i) + "]", 1e-6));
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(gv[i], ev[i], "v[" + std::to_string(i) + "]", 1e-6));
   }
   for (const auto& type : optimizer_types()) EXPECT_TRUE(types_seen.count(type)) << type << " has no golden case";
 }

@@ -16,12 +16,11 @@
 
 namespace fs = std::filesystem;
 using codefy::testing::read_file;
-using codefy::testing::write_file;
 using codefy::testing::TempDir;
+using codefy::testing::write_file;
 using namespace codefy::train;
 
 namespace {
-
 
 std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& data) {
   std::string out;
@@ -34,7 +33,6 @@ std::string idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const s
   return out;
 }
 
-
 void write_gzip(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());
   gzFile gz = gzopen(path.c_str(), "wb");
@@ -42,7 +40,6 @@ void write_gzip(const fs::path& path, const std::string& bytes) {
   ASSERT_EQ(gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
   ASSERT_EQ(gzclose(gz), Z_OK);
 }
-
 
 /// Expects `fn` to throw E with every string of `parts` in its message.
 template <typename E, typename Fn>
@@ -56,8 +53,7 @@ void expect_error(Fn&& fn, const std::vector<std::string>& parts) {
 }
 
 /// A fake MNIST split of `n` 28x28 images into `dir` (pixel p of image i = (i*31 + p) % 256).
-void write_fake_mnist(const fs::path& dir, const std::string& prefix, uint32_t n, bool gzip,
-                      uint32_t num_labels = 0) {
+void write_fake_mnist(const fs::path& dir, const std::string& prefix, uint32_t n, bool gzip, uint32_t num_labels = 0) {
   std::vector<uint8_t> pixels(n * 28 * 28);
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i / 784 * 31 + i % 784) % 256);
   if (num_labels == 0) num_labels = n;
@@ -86,7 +82,8 @@ TEST(IdxFile, RoundTripPlainAndGzip) {
   write_file(tmp.path() / "labels", labels);
   write_gzip(tmp.path() / "labels.gz", labels);
 
-  torch::Tensor expected = torch::tensor(std::vector<int64_t>(pixels.begin(), pixels.end())).to(torch::kUInt8).view({3, 2, 4});
+  torch::Tensor expected =
+      torch::tensor(std::vector<int64_t>(pixels.begin(), pixels.end())).to(torch::kUInt8).view({3, 2, 4});
   for (const char* name : {"images", "images.gz"}) {
     torch::Tensor t = read_idx_file(tmp.path() / name);
     EXPECT_EQ(t.scalar_type(), torch::kUInt8);

@@ -8,13 +8,13 @@
 #include "../common/test_util.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <fstream>
-#include <set>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -87,8 +87,8 @@ void play(Scheduler& s, const torch::optim::Optimizer& opt, const json& c, size_
     const auto got = lrs_of(opt);
     ASSERT_EQ(got.size(), expected.size());
     for (size_t g = 0; g < got.size(); ++g)
-      EXPECT_TRUE(codefy::testing::close_to_pytorch(got[g], expected[g],
-          "event " + std::to_string(i) + " (" + e + "), group " + std::to_string(g), 1e-15));
+      EXPECT_TRUE(codefy::testing::close_to_pytorch(
+          got[g], expected[g], "event " + std::to_string(i) + " (" + e + "), group " + std::to_string(g), 1e-15));
     EXPECT_DOUBLE_EQ(s.lr(), got[0]);
   }
 }
@@ -130,8 +130,7 @@ TEST(Schedulers, ResumedRunContinuesIdentically) {
       const auto expected = c.at("lrs").at(cut - 1).get<std::vector<double>>();
       const auto got = lrs_of(*resumed_opt);
       for (size_t g = 0; g < got.size(); ++g)
-        EXPECT_TRUE(codefy::testing::close_to_pytorch(got[g], expected[g],
-            "after load_state", 1e-15));
+        EXPECT_TRUE(codefy::testing::close_to_pytorch(got[g], expected[g], "after load_state", 1e-15));
       size_t resumed_metric_index = metric_index;
       play(resumed, *resumed_opt, c, cut, n, resumed_metric_index);
       play(s, *opt, c, cut, n, metric_index);

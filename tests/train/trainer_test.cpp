@@ -1,11 +1,13 @@
-// The training loop's accumulation, clipping, max_steps and precision rules,
-// checked against references computed another way (R-ACC, R-PREC, R-PRAC).
-#include "engine/errors.h"
+// The training loop's accumulation, clipping, max_steps, precision, seeding
+// and cancellation rules, checked against references computed another way.
+#include "train/trainer.h"
+#include "tiny_training.h"
 #include "train/accumulation.h"
 #include "train/builders.h"
 #include "train/data.h"
 #include "train/serialize.h"
-#include "train/trainer.h"
+#include "util/errors.h"
+#include "util/random.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -13,51 +15,12 @@
 namespace codefy::train {
 namespace {
 
-/// Linear(4,3) → tanh → Linear(3,2): small, nonlinear, deterministic.
-class TinyNet : public Model {
- public:
-  TinyNet() : Model("TinyNet") {
-    a_ = register_module("a", torch::nn::Linear(4, 3));
-    b_ = register_module("b", torch::nn::Linear(3, 2));
-  }
-  torch::Tensor forward(const torch::Tensor& x) override { return b_(torch::tanh(a_(x))); }
-
- private:
-  torch::nn::Linear a_{nullptr}, b_{nullptr};
-};
-
-std::shared_ptr<TinyNet> make_net() {
-  torch::manual_seed(3);
-  return std::make_shared<TinyNet>();
-}
-
-DatasetPtr make_data(int64_t n) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
-  auto d = std::make_shared<Dataset>();
-  d->inputs = torch::randn({n, 4}, gen);
-  d->targets = torch::randint(0, 2, {n}, gen);
-  d->num_classes = 2;
-  return d;
-}
-
-std::shared_ptr<OptimizerHandle> make_opt(const std::shared_ptr<TinyNet>& net, const std::string& type, double lr) {
-  auto h = std::make_shared<OptimizerHandle>();
-  OptimizerOptions o;
-  o.type = type;
-  o.lr = lr;
-  h->type = type;
-  h->options = o;
-  h->optimizer = make_optimizer(net->parameters(), o);
-  return h;
-}
+using namespace fixtures;
 
 TrainResult train(const std::shared_ptr<TinyNet>& net, const DatasetPtr& data, int64_t batch, int64_t accumulate,
                   const std::string& opt_type, double clip = 0.0, int64_t epochs = 1, int64_t max_steps = 0) {
-  DataLoaderOptions lo;
-  lo.batch_size = batch;
-  lo.shuffle = false;
-  DataLoader loader(data, lo);
-  auto opt = make_opt(net, opt_type, 0.1);
+  DataLoader loader = tiny_loader(data, batch);
+  auto opt = tiny_optimizer(net, opt_type, 0.1);
   auto loss = make_loss("CrossEntropyLoss");
   TrainOptions o;
   o.epochs = epochs;
@@ -70,18 +33,12 @@ TrainResult train(const std::shared_ptr<TinyNet>& net, const DatasetPtr& data, i
 /// The full-batch gradient of the mean loss over all samples, computed in one
 /// pass on a copy of the initial weights: no accumulation involved.
 std::vector<torch::Tensor> full_batch_gradient(const DatasetPtr& data) {
-  auto net = make_net();
+  auto net = tiny_net();
   auto out = net->forward(data->inputs);
   torch::nn::functional::cross_entropy(out, data->targets).backward();
   std::vector<torch::Tensor> g;
   for (auto& p : net->parameters()) g.push_back(p.grad().clone());
   return g;
-}
-
-void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, const std::string& what) {
-  const double err = (actual - expected).abs().max().item<double>();
-  const double scale = std::max(expected.abs().max().item<double>(), 1e-3);
-  EXPECT_LE(err / scale, 1e-6) << what << ": max abs diff " << err;
 }
 
 struct Case {
@@ -93,7 +50,7 @@ class AccumulationExactness : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AccumulationExactness, Batch8Times4EqualsBatch32ByHand) {
   const auto [opt_type, clip] = GetParam();
-  auto data = make_data(32);
+  auto data = tiny_data(32);
   // Reference: initial weights minus one hand-computed update of the full-batch gradient.
   auto g = full_batch_gradient(data);
   if (clip > 0) {
@@ -103,7 +60,7 @@ TEST_P(AccumulationExactness, Batch8Times4EqualsBatch32ByHand) {
     const double coef = std::min(1.0, clip / (norm + 1e-6));
     for (auto& t : g) t.mul_(coef);
   }
-  auto init = make_net();
+  auto init = tiny_net();
   std::vector<torch::Tensor> expected;
   const double lr = 0.1;
   for (size_t i = 0; i < g.size(); ++i) {
@@ -114,18 +71,19 @@ TEST_P(AccumulationExactness, Batch8Times4EqualsBatch32ByHand) {
       expected.push_back(w - lr * g[i] / (g[i].abs() + 1e-8));
     }
   }
-  auto net = make_net();
+  auto net = tiny_net();
   auto r = train(net, data, 8, 4, opt_type, clip);
   EXPECT_EQ(r.metrics["total_steps"], 1);
   EXPECT_EQ(r.metrics["total_batches"], 4);
-  for (size_t i = 0; i < expected.size(); ++i) expect_close(net->parameters()[i], expected[i], "param " + std::to_string(i));
+  for (size_t i = 0; i < expected.size(); ++i)
+    expect_tensors_close(net->parameters()[i], expected[i], "param " + std::to_string(i));
 
   // And against the engine's own batch-32 run, over several updates.
-  auto acc = make_net(), big = make_net();
+  auto acc = tiny_net(), big = tiny_net();
   train(acc, data, 8, 4, opt_type, clip, 3);
   train(big, data, 32, 1, opt_type, clip, 3);
   for (size_t i = 0; i < expected.size(); ++i)
-    expect_close(acc->parameters()[i], big->parameters()[i], "3 updates, param " + std::to_string(i));
+    expect_tensors_close(acc->parameters()[i], big->parameters()[i], "3 updates, param " + std::to_string(i));
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, AccumulationExactness,
@@ -136,9 +94,9 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, AccumulationExactness,
 
 TEST(Accumulation, ShortLastWindowIsAppliedAndDividedByN) {
   // 10 batches of 1, N = 4: updates after batches 4, 8 and 10; the last one
-  // carries 2 gradients divided by 4 (R-ACC-5).
-  auto data = make_data(10);
-  auto ref = make_net();
+  // carries 2 gradients divided by 4, not by 2.
+  auto data = tiny_data(10);
+  auto ref = tiny_net();
   const double lr = 0.1;
   auto step = [&](int64_t from, int64_t to) {
     for (auto& p : ref->parameters()) p.mutable_grad() = torch::Tensor();
@@ -152,12 +110,12 @@ TEST(Accumulation, ShortLastWindowIsAppliedAndDividedByN) {
   step(0, 4);
   step(4, 8);
   step(8, 10);
-  auto net = make_net();
+  auto net = tiny_net();
   auto r = train(net, data, 1, 4, "SGD");
   EXPECT_EQ(r.metrics["total_steps"], 3);
   EXPECT_EQ(r.metrics["total_batches"], 10);
   for (size_t i = 0; i < ref->parameters().size(); ++i)
-    expect_close(net->parameters()[i], ref->parameters()[i], "param " + std::to_string(i));
+    expect_tensors_close(net->parameters()[i], ref->parameters()[i], "param " + std::to_string(i));
 }
 
 TEST(Accumulation, WindowArithmetic) {
@@ -172,25 +130,25 @@ TEST(Accumulation, WindowArithmetic) {
 }
 
 TEST(Accumulation, CountersAndMaxStepsCountUpdates) {
-  auto data = make_data(40);
+  auto data = tiny_data(40);
   // N = 1: one update per batch.
-  auto r1 = train(make_net(), data, 8, 1, "SGD", 0.0, 2);
+  auto r1 = train(tiny_net(), data, 8, 1, "SGD", 0.0, 2);
   EXPECT_EQ(r1.metrics["total_steps"], 10);
   EXPECT_EQ(r1.metrics["total_batches"], 10);
   EXPECT_EQ(r1.metrics["effective_batch_size"], 8);
   // N = 4 with 5 batches per epoch: windows of 4 and 1 per epoch.
-  auto r4 = train(make_net(), data, 8, 4, "SGD", 0.0, 2);
+  auto r4 = train(tiny_net(), data, 8, 4, "SGD", 0.0, 2);
   EXPECT_EQ(r4.metrics["total_steps"], 4);
   EXPECT_EQ(r4.metrics["total_batches"], 10);
   EXPECT_EQ(r4.metrics["effective_batch_size"], 32);
-  // max_steps counts updates, not batches (R-ACC-3): with N = 2 and 5 batches
+  // max_steps counts updates, not batches: with N = 2 and 5 batches
   // per epoch the windows are {1,2} {3,4} {5}, so 3 updates take 5 batches...
-  auto rm = train(make_net(), data, 8, 2, "SGD", 0.0, 100, 3);
+  auto rm = train(tiny_net(), data, 8, 2, "SGD", 0.0, 100, 3);
   EXPECT_EQ(rm.metrics["total_steps"], 3);
   EXPECT_EQ(rm.metrics["total_batches"], 5);
   EXPECT_TRUE(rm.metrics["stopped_at_max_steps"].get<bool>());
   // ...and 4 updates run into the second epoch: 5 + 2 batches.
-  rm = train(make_net(), data, 8, 2, "SGD", 0.0, 100, 4);
+  rm = train(tiny_net(), data, 8, 2, "SGD", 0.0, 100, 4);
   EXPECT_EQ(rm.metrics["total_steps"], 4);
   EXPECT_EQ(rm.metrics["total_batches"], 7);
   EXPECT_TRUE(rm.metrics["stopped_at_max_steps"].get<bool>());
@@ -198,15 +156,15 @@ TEST(Accumulation, CountersAndMaxStepsCountUpdates) {
 
 TEST(Accumulation, ReportedLossIsNotDividedByN) {
   // With SGD at lr 0 the weights never move, so every batch's loss is the
-  // same under N = 1 and N = 4: the curves must agree (R-ACC-4).
-  auto data = make_data(32);
+  // same under N = 1 and N = 4: the curves must agree.
+  auto data = tiny_data(32);
   auto run = [&](int64_t n) {
-    auto net = make_net();
+    auto net = tiny_net();
     DataLoaderOptions lo;
     lo.batch_size = 8;
     lo.shuffle = false;
     DataLoader loader(data, lo);
-    auto opt = make_opt(net, "SGD", 0.0);
+    auto opt = tiny_optimizer(net, "SGD", 0.0);
     TrainOptions o;
     o.epochs = 1;
     o.accumulate_steps = n;
@@ -218,30 +176,31 @@ TEST(Accumulation, ReportedLossIsNotDividedByN) {
 TEST(Clipping, SeesTheWholeAccumulatedGradient) {
   // Clipping per micro-batch would let N clipped gradients add up to N x the
   // threshold; clipping at the update keeps the applied step's norm at the threshold.
-  auto data = make_data(32);
-  auto net = make_net();
+  auto data = tiny_data(32);
+  auto net = tiny_net();
   std::vector<torch::Tensor> before;
   for (auto& p : net->parameters()) before.push_back(p.detach().clone());
   const double clip = 1e-3, lr = 0.1;
   train(net, data, 8, 4, "SGD", clip);
   double step_norm = 0;
-  for (size_t i = 0; i < before.size(); ++i) step_norm += (net->parameters()[i] - before[i]).pow(2).sum().item<double>();
+  for (size_t i = 0; i < before.size(); ++i)
+    step_norm += (net->parameters()[i] - before[i]).pow(2).sum().item<double>();
   step_norm = std::sqrt(step_norm);
   EXPECT_NEAR(step_norm, lr * clip, lr * clip * 1e-3);
 }
 
 TEST(GradNorm, NonFiniteUpdatesAreSkippedThenFail) {
-  auto data = make_data(16);
+  auto data = tiny_data(16);
   auto d = std::make_shared<Dataset>(*data);
   d->inputs = d->inputs.clone();
   d->inputs[0][0] = std::numeric_limits<float>::quiet_NaN();  // batch 1 of every epoch is poisoned
-  auto net = make_net();
+  auto net = tiny_net();
   std::vector<std::string> warnings;
   DataLoaderOptions lo;
   lo.batch_size = 8;
   lo.shuffle = false;
   DataLoader loader(d, lo);
-  auto opt = make_opt(net, "SGD", 0.1);
+  auto opt = tiny_optimizer(net, "SGD", 0.1);
   TrainOptions o;
   o.epochs = 1;
   TrainHooks hooks;
@@ -261,13 +220,13 @@ TEST(GradNorm, NonFiniteUpdatesAreSkippedThenFail) {
 }
 
 TEST(Precision, Bf16RunsOnCpuAndFp16FallsBackWithAReason) {
-  auto data = make_data(32);
+  auto data = tiny_data(32);
   DataLoaderOptions lo;
   lo.batch_size = 8;
   DataLoader loader(data, lo);
   for (const auto& [req, used] : {std::pair{Precision::kBf16, "bf16"}, std::pair{Precision::kFp16, "fp32"}}) {
-    auto net = make_net();
-    auto opt = make_opt(net, "Adam", 0.01);
+    auto net = tiny_net();
+    auto opt = tiny_optimizer(net, "Adam", 0.01);
     TrainOptions o;
     o.epochs = 2;
     o.precision = req;
@@ -276,7 +235,7 @@ TEST(Precision, Bf16RunsOnCpuAndFp16FallsBackWithAReason) {
     hooks.warn = [&](const std::string& w) { warnings.push_back(w); };
     auto r = train_model(*net, loader, &loader, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, hooks);
     EXPECT_EQ(r.metrics["precision"], used);
-    // Parameters stay float32 in every mode (R-PREC-2).
+    // Parameters stay float32 in every mode.
     for (auto& p : net->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);
     EXPECT_TRUE(std::isfinite(r.losses.back()));
     if (req == Precision::kFp16 && TORCH_VERSION_MAJOR < 2) {
@@ -300,6 +259,84 @@ TEST(Precision, AutocastGuardLowersMatmulsAndRestores) {
   }
 }
 
+/// The inline mixing the loop used before util::splitmix64 existed: seed +
+/// C·(epoch + 1), then splitmix64's finaliser.
+uint64_t inline_epoch_mix(uint64_t seed, int64_t epoch) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(epoch + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+TEST(EpochSeed, SplitMix64OfSeedPlusCTimesEpochIsTheOldMixing) {
+  // util::splitmix64 adds C itself, so splitmix64(seed + C·epoch) is the old value.
+  for (uint64_t seed : {0ULL, 1ULL, 42ULL, 0x0123456789abcdefULL, ~0ULL})
+    for (int64_t epoch : {0, 1, 2, 7, 1000})
+      EXPECT_EQ(util::splitmix64(seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(epoch)),
+                inline_epoch_mix(seed, epoch))
+          << "seed " << seed << ", epoch " << epoch;
+  // splitmix64's first output from state 0, as published with the algorithm.
+  EXPECT_EQ(util::splitmix64(0), 0xe220a8397b1dcdafULL);
+}
+
+/// A TinyNet that records the CPU generator's seed at every forward.
+class SeedRecordingNet : public TinyNet {
+ public:
+  torch::Tensor forward(const torch::Tensor& x) override {
+    seeds.push_back(at::detail::getDefaultCPUGenerator().current_seed());
+    return TinyNet::forward(x);
+  }
+  std::vector<uint64_t> seeds;
+};
+
+TEST(EpochSeed, EachEpochSeedsLibTorchFromSeedAndEpochAlsoWhenResumed) {
+  auto data = tiny_data(8);
+  DataLoader loader = tiny_loader(data, 8);  // one forward per epoch
+  auto run = [&](uint64_t seed, int64_t start_epoch) {
+    torch::manual_seed(3);
+    auto net = std::make_shared<SeedRecordingNet>();
+    auto opt = tiny_optimizer(net, "SGD", 0.1);
+    TrainOptions o;
+    o.epochs = 3;
+    o.seed = seed;
+    o.start_epoch = start_epoch;
+    train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, {});
+    return net->seeds;
+  };
+  constexpr uint64_t kLow63 = 0x7fffffffffffffffULL;
+  const auto seeds = run(42, 0);
+  ASSERT_EQ(seeds.size(), 3u);
+  for (int64_t e = 0; e < 3; ++e) EXPECT_EQ(seeds[e], inline_epoch_mix(42, e) & kLow63) << "epoch " << e;
+  EXPECT_EQ(run(42, 2), std::vector<uint64_t>{seeds[2]});
+  // By hand: seed 0, epoch 0 is splitmix64(0) with the top bit cleared.
+  EXPECT_EQ(run(0, 0).front(), 0x6220a8397b1dcdafULL);
+}
+
+TEST(Cancellation, StopDropsThePendingWindowAndThrowsCancelled) {
+  // 10 batches of 1, N = 4: the stop is seen before micro-batch 7, after one
+  // update (batches 1-4) and with micro-batches 5 and 6 accumulated.
+  auto data = tiny_data(10);
+  DataLoader loader = tiny_loader(data, 1);
+  auto net = tiny_net();
+  auto opt = tiny_optimizer(net, "SGD", 0.1);
+  TrainOptions o;
+  o.epochs = 1;
+  o.accumulate_steps = 4;
+  int polls = 0;
+  TrainHooks hooks;
+  hooks.should_stop = [&] { return ++polls > 6; };
+  EXPECT_THROW(train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, hooks),
+               codefy::Cancelled);
+  EXPECT_EQ(polls, 7);
+  auto one_update = tiny_net();
+  EXPECT_EQ(train(one_update, data, 1, 4, "SGD", 0.0, 1, 1).metrics["total_steps"], 1);
+  for (size_t i = 0; i < one_update->parameters().size(); ++i) {
+    EXPECT_TRUE(torch::equal(net->parameters()[i], one_update->parameters()[i])) << "param " << i;
+    const torch::Tensor& g = net->parameters()[i].grad();
+    EXPECT_TRUE(!g.defined() || g.abs().sum().item<double>() == 0.0) << "gradients of the dropped window left behind";
+  }
+}
+
 }  // namespace
 }  // namespace codefy::train
 
@@ -310,7 +347,7 @@ TEST(GradScalerInLoop, InfInOneMicroBatchSkipsTheUpdateAndTheScheduler) {
   // 4 batches, N = 2: two updates per epoch. Batch 3 is poisoned, so the
   // second window's update is skipped, the scale backs off, its gradients are
   // cleared, and the per-update scheduler does not step.
-  auto data = make_data(16);
+  auto data = tiny_data(16);
   auto poisoned = std::make_shared<Dataset>(*data);
   poisoned->inputs = data->inputs.clone();
   poisoned->inputs[8][0] = std::numeric_limits<float>::infinity();
@@ -318,8 +355,8 @@ TEST(GradScalerInLoop, InfInOneMicroBatchSkipsTheUpdateAndTheScheduler) {
   lo.batch_size = 4;
   lo.shuffle = false;
   DataLoader loader(poisoned, lo);
-  auto net = make_net();
-  auto opt = make_opt(net, "SGD", 0.1);
+  auto net = tiny_net();
+  auto opt = tiny_optimizer(net, "SGD", 0.1);
   SchedulerOptions so;
   so.type = "LinearWarmup";
   so.warmup_steps = 100;
@@ -328,8 +365,11 @@ TEST(GradScalerInLoop, InfInOneMicroBatchSkipsTheUpdateAndTheScheduler) {
   o.epochs = 1;
   o.accumulate_steps = 2;
   o.force_grad_scaler = true;
-  o.grad_scaler_state = {{"scale", 1024.0}, {"growth_factor", 2.0}, {"backoff_factor", 0.5},
-                         {"growth_interval", 2000}, {"_growth_tracker", 0}};
+  o.grad_scaler_state = {{"scale", 1024.0},
+                         {"growth_factor", 2.0},
+                         {"backoff_factor", 0.5},
+                         {"growth_interval", 2000},
+                         {"_growth_tracker", 0}};
   auto r = train_model(*net, loader, nullptr, *opt, *make_loss("CrossEntropyLoss"), &sched, o, {});
   EXPECT_EQ(r.metrics["total_steps"], 1);
   EXPECT_EQ(r.metrics["skipped_steps"], 1);
@@ -341,8 +381,8 @@ TEST(GradScalerInLoop, InfInOneMicroBatchSkipsTheUpdateAndTheScheduler) {
     EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<double>() > 0) << "gradients left behind";
   }
   // Without the scaler the same update is skipped by the finite-norm check.
-  auto net2 = make_net();
-  auto opt2 = make_opt(net2, "SGD", 0.1);
+  auto net2 = tiny_net();
+  auto opt2 = tiny_optimizer(net2, "SGD", 0.1);
   o.force_grad_scaler = false;
   auto r2 = train_model(*net2, loader, nullptr, *opt2, *make_loss("CrossEntropyLoss"), nullptr, o, {});
   EXPECT_EQ(r2.metrics["skipped_steps"], 1);
@@ -350,12 +390,12 @@ TEST(GradScalerInLoop, InfInOneMicroBatchSkipsTheUpdateAndTheScheduler) {
 }
 
 TEST(GradScalerInLoop, Bf16UsesNoScaler) {
-  auto data = make_data(16);
+  auto data = tiny_data(16);
   DataLoaderOptions lo;
   lo.batch_size = 4;
   DataLoader loader(data, lo);
-  auto net = make_net();
-  auto opt = make_opt(net, "SGD", 0.1);
+  auto net = tiny_net();
+  auto opt = tiny_optimizer(net, "SGD", 0.1);
   TrainOptions o;
   o.epochs = 1;
   o.precision = Precision::kBf16;

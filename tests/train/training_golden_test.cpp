@@ -136,8 +136,8 @@ void check_fp32_case(const std::string& name) {
   const json& c = find_case(golden, name);
   auto net = train_case(golden, c, Precision::kFp32);
   const double rel = max_relative_diff(weights_from(c.at("final_weights")), *net);
-  std::cout << "[ golden   ] " << name << ": max relative diff to PyTorch " << rel << " after "
-            << c.at("updates") << " updates\n";
+  std::cout << "[ golden   ] " << name << ": max relative diff to PyTorch " << rel << " after " << c.at("updates")
+            << " updates\n";
   EXPECT_LE(rel, kFp32Tolerance);
 }
 
@@ -176,9 +176,8 @@ TEST(TrainingGolden, Bf16AutocastAdamMatchesPyTorch) {
   const double rel = max_relative_diff(want, *net);
   auto fp32_net = train_case(golden, c, Precision::kFp32);
   const double fp32_rel = max_relative_diff(want, *fp32_net);
-  std::cout << "[ golden   ] bf16_adam: max relative diff to PyTorch bf16 " << rel << " (tolerance "
-            << kBf16Tolerance << "); PyTorch bf16 vs PyTorch fp32 " << gap << "; Codefy fp32 vs PyTorch bf16 "
-            << fp32_rel << "\n";
+  std::cout << "[ golden   ] bf16_adam: max relative diff to PyTorch bf16 " << rel << " (tolerance " << kBf16Tolerance
+            << "); PyTorch bf16 vs PyTorch fp32 " << gap << "; Codefy fp32 vs PyTorch bf16 " << fp32_rel << "\n";
   EXPECT_LE(rel, kBf16Tolerance);
   // A run that ignored autocast would fail this comparison.
   EXPECT_GT(fp32_rel, kBf16Tolerance);

@@ -1,7 +1,7 @@
 // Cancellation: a token shared by whoever may stop a run and the run itself.
 #pragma once
 
-#include "engine/errors.h"
+#include "util/errors.h"
 
 #include <atomic>
 #include <memory>

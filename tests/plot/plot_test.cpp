@@ -1,6 +1,7 @@
 // Visualize's renderer: every kind gives a decodable PNG of the requested size,
-// pixels land where the data says, bad data fails cleanly, base64 is RFC 4648.
-#include "nodes/plot.h"
+// pixels land where the data says, bad data fails cleanly, several series share
+// one line plot with a legend.
+#include "plot/plot.h"
 
 #include <gtest/gtest.h>
 #include <png.h>
@@ -9,7 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
@@ -64,8 +67,7 @@ std::pair<uint32_t, uint32_t> ihdr_size(const std::string& png) {
   return {be32(16), be32(20)};
 }
 
-PlotRequest request(const std::string& kind, const std::string& title = "", int64_t width = 640,
-                    int64_t height = 480) {
+PlotRequest request(const std::string& kind, const std::string& title = "", int64_t width = 640, int64_t height = 480) {
   PlotRequest r;
   r.kind = kind;
   r.title = title;
@@ -84,9 +86,11 @@ void expect_valid_png(const std::string& png, int64_t width, int64_t height) {
   EXPECT_EQ(decoded.height, height);
 }
 
-/// Writes `png` to /tmp/plot_<name>.png for a person to look at.
+/// Writes `png` to <temp dir>/codefy_plots/<name>.png for a person to look at.
 void keep(const std::string& name, const std::string& png) {
-  std::ofstream("/tmp/plot_" + name + ".png", std::ios::binary) << png;
+  const auto dir = std::filesystem::temp_directory_path() / "codefy_plots";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / (name + ".png"), std::ios::binary) << png;
 }
 
 /// How many pixels are not white: something was drawn.
@@ -124,8 +128,7 @@ TEST(RenderPng, HeatmapIsAPngOfTheRequestedSize) {
 
 TEST(RenderPng, ImageIsAPngOfTheRequestedSize) {
   const auto rgb = torch::stack({torch::linspace(0, 1, 32).repeat({32, 1}),
-                                 torch::linspace(0, 1, 32).unsqueeze(1).repeat({1, 32}),
-                                 torch::full({32, 32}, 0.5)});
+                                 torch::linspace(0, 1, 32).unsqueeze(1).repeat({1, 32}), torch::full({32, 32}, 0.5)});
   const auto png = render_png(rgb, request("image", "RGB gradient", 500, 400));
   expect_valid_png(png, 500, 400);
   keep("image", png);
@@ -273,7 +276,8 @@ TEST(RenderPng, DegenerateDataStillRenders) {
     const auto one = kind == "image" ? torch::ones({1, 1}) : torch::ones({1});
     expect_valid_png(render_png(one, request(kind)), 640, 480);
     expect_valid_png(render_png(torch::full({3, 3}, 7.0), request(kind)), 640, 480);
-    expect_valid_png(render_png(torch::tensor({1e300, -1e300, 0.0}, torch::kDouble).reshape({1, 3}), request(kind)), 640, 480);
+    expect_valid_png(render_png(torch::tensor({1e300, -1e300, 0.0}, torch::kDouble).reshape({1, 3}), request(kind)),
+                     640, 480);
   }
   expect_valid_png(render_png(torch::tensor(3.5), request("line")), 640, 480);
   expect_valid_png(render_png(torch::tensor({true, false, true}), request("histogram")), 640, 480);
@@ -331,20 +335,69 @@ TEST(RenderPng, ConcurrentRendersAgree) {
   for (const auto& r : results) EXPECT_EQ(r, expected);
 }
 
-TEST(Base64, Rfc4648TestVectors) {
-  EXPECT_EQ(base64_encode(""), "");
-  EXPECT_EQ(base64_encode("f"), "Zg==");
-  EXPECT_EQ(base64_encode("fo"), "Zm8=");
-  EXPECT_EQ(base64_encode("foo"), "Zm9v");
-  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
-  EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
-  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+/// Pixels within `tolerance` of an RGB colour in every channel.
+int64_t pixels_near(const Decoded& d, int r, int g, int b, int tolerance = 40) {
+  int64_t n = 0;
+  for (size_t i = 0; i < d.rgb.size(); i += 3) {
+    if (std::abs(d.rgb[i] - r) <= tolerance && std::abs(d.rgb[i + 1] - g) <= tolerance &&
+        std::abs(d.rgb[i + 2] - b) <= tolerance)
+      ++n;
+  }
+  return n;
 }
 
-TEST(Base64, HighBytes) {
-  EXPECT_EQ(base64_encode(std::string("\xff\xfe\xfd", 3)), "//79");
-  EXPECT_EQ(base64_encode(std::string("\0\0\0\0", 4)), "AAAAAA==");
-  EXPECT_EQ(base64_encode(std::string("\x89PNG\r\n\x1a\n", 8)), "iVBORw0KGgo=");
+/// A falling loss over `epochs` epochs, ending near `floor`.
+torch::Tensor loss_curve(int64_t epochs, double rate, double floor) {
+  return 2.3 * torch::exp(-rate * torch::arange(1, epochs + 1, torch::kDouble)) + floor;
+}
+
+PlotRequest loss_request(const std::string& title) {
+  PlotRequest r = request("line", title);
+  r.x_axis = XAxis::kEpoch;
+  r.y_label = "Loss";
+  return r;
+}
+
+TEST(RenderLines, TrainingAndValidationLossSideBySide) {
+  const auto train = loss_curve(12, 0.3, 0.1);
+  const auto val = loss_curve(12, 0.22, 0.3);
+  const auto png =
+      render_lines_png({{"training loss", train}, {"validation loss", val}}, loss_request("Loss per epoch"));
+  expect_valid_png(png, 640, 480);
+  keep("loss_train_val", png);
+  const auto d = decode(png);
+  // Both series are drawn, each in its colour: matplotlib's blue, then orange.
+  EXPECT_GT(pixels_near(d, 31, 119, 180), 300);
+  EXPECT_GT(pixels_near(d, 255, 127, 14), 300);
+
+  // One series: no second colour, no legend, the same picture as render_png draws.
+  const auto alone = render_lines_png({{"training loss", train}}, loss_request("Loss per epoch"));
+  EXPECT_EQ(pixels_near(decode(alone), 255, 127, 14), 0);
+  EXPECT_EQ(alone, render_png(train, loss_request("Loss per epoch")));
+  keep("loss_train", alone);
+}
+
+TEST(RenderLines, EpochAxisDiffersFromIndexAxis) {
+  const auto train = loss_curve(2, 0.3, 0.1);
+  auto index = request("line", "two epochs");
+  EXPECT_NE(render_png(train, index), render_png(train, loss_request("two epochs")));
+  keep("loss_two_epochs", render_png(train, loss_request("two epochs")));
+}
+
+TEST(RenderLines, SeriesOfDifferentLengthsAndGaps) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto png = render_lines_png({{"a", torch::tensor({1.0, 2.0, nan, 1.5, 1.0})}, {"b", torch::tensor({3.0, 2.0})}},
+                                    request("line", "uneven"));
+  expect_valid_png(png, 640, 480);
+  keep("lines_uneven", png);
+}
+
+TEST(RenderLines, BadRequestsThrow) {
+  EXPECT_THROW(render_lines_png({}, request("line")), std::invalid_argument);
+  EXPECT_THROW(render_lines_png({{"a", torch::ones({3})}}, request("histogram")), std::invalid_argument);
+  EXPECT_THROW(render_lines_png({{"a", torch::ones({3})}, {"b", torch::zeros({0})}}, request("line")),
+               std::invalid_argument);
+  EXPECT_THROW(render_lines_png({{"a", torch::ones({3})}}, request("line", "", 8, 8)), std::invalid_argument);
 }
 
 }  // namespace

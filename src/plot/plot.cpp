@@ -1,26 +1,18 @@
-// Visualize's renderer on PLplot.
-//
-// PLplot (Debian's libplplot) draws the axes, ticks, labels, text, lines, bars,
-// heatmap cells and colour bar through its "memcairo" driver (Debian's
-// plplot-driver-cairo), which renders with cairo into an RGB buffer we own; libpng
-// then encodes that buffer to PNG in memory. Nothing touches the file system.
-//
-// PLplot keeps its state in process-wide globals (the stream table, the current
-// stream, the error handlers), so every render takes one mutex for the whole
-// PLplot part and uses a stream of its own, created with plmkstrm and ended with
-// plend1. Data preparation and PNG encoding happen outside the lock.
-#include "nodes/plot.h"
+// Visualize's plots: line, histogram, heatmap and image, drawn with PLplot on a canvas.
+#include "plot/plot.h"
+
+#include "plot/axes.h"
+#include "plot/canvas.h"
 
 #include <torch/torch.h>
 
 #include <plplot.h>
-#include <png.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,11 +26,6 @@ constexpr int64_t kMaxBins = 100000;
 // Heatmaps larger than this per side are subsampled: PLplot fills one polygon per
 // cell, and more cells than pixels only costs time (matplotlib resamples too).
 constexpr int64_t kMaxHeatmapCells = 512;
-// The memcairo driver works at 72 dots per inch; PLplot sizes text in mm.
-constexpr double kMmPerPixel = 25.4 / 72.0;
-
-// cmap0 slots this renderer sets on each new stream.
-enum Colour : PLINT { kInk = 1, kLine = 2, kBarFace = 3 };
 
 // matplotlib's viridis, sampled every 0.1; PLplot interpolates linearly between.
 constexpr int kViridisPoints = 11;
@@ -48,196 +35,6 @@ constexpr PLFLT kViridis[kViridisPoints][3] = {
     {0.134692, 0.658636, 0.517649}, {0.266941, 0.748751, 0.440573}, {0.477504, 0.821444, 0.318195},
     {0.741388, 0.873449, 0.149561}, {0.993248, 0.906157, 0.143936}};
 
-/// A white RGB canvas, 3 bytes a pixel, rows top to bottom: what memcairo draws on.
-struct Canvas {
-  int width = 0;
-  int height = 0;
-  std::vector<unsigned char> rgb;
-
-  Canvas(int w, int h) : width(w), height(h), rgb(static_cast<size_t>(w) * h * 3, 255) {}
-};
-
-// ---------------------------------------------------------------------------
-// PLplot session
-
-std::mutex& plplot_mutex() {
-  static std::mutex m;
-  return m;
-}
-
-// PLplot reports recoverable errors through the abort handler (the operation is
-// skipped); collected here, under plplot_mutex, and turned into an exception once
-// the stream is closed.
-std::string& plplot_errors() {
-  static std::string errors;
-  return errors;
-}
-
-void on_plplot_abort(PLCHAR_VECTOR message) {
-  auto& errors = plplot_errors();
-  if (!errors.empty()) errors += "; ";
-  errors += message ? message : "unknown error";
-}
-
-// plexit() (fatal: out of memory, a driver that fails to load) calls this and then
-// exit()s the process unless the handler does not return. Killing a server over a
-// plot is worse than unwinding through PLplot's C frames (x86-64 code carries
-// unwind tables), so throw.
-int on_plplot_exit(PLCHAR_VECTOR message) {
-  throw std::runtime_error(std::string("PLplot failed: ") + (message ? message : "unknown error"));
-}
-
-bool memcairo_available() {
-  // plgDevs fills caller-owned arrays; 256 entries is far more than any build has.
-  std::vector<PLCHAR_VECTOR> menu(256), names(256);
-  PLCHAR_VECTOR* menu_ptr = menu.data();
-  PLCHAR_VECTOR* names_ptr = names.data();
-  int count = static_cast<int>(names.size());
-  plgDevs(&menu_ptr, &names_ptr, &count);
-  for (int i = 0; i < count; ++i) {
-    if (names_ptr[i] && std::strcmp(names_ptr[i], "memcairo") == 0) return true;
-  }
-  return false;
-}
-
-/// One PLplot stream drawing on `canvas`, holding the PLplot lock for its life.
-class PlplotStream {
- public:
-  PlplotStream(Canvas& canvas, double text_px) : lock_(plplot_mutex()) {
-    plplot_errors().clear();
-    plsabort(on_plplot_abort);
-    plsexit(on_plplot_exit);
-    // Checked first: with an unknown device plinit would ask on stdin for another.
-    static const bool available = memcairo_available();
-    if (!available) {
-      throw std::runtime_error(
-          "PLplot's memcairo driver is missing (install the Debian package plplot-driver-cairo)");
-    }
-    plgstrm(&previous_);
-    plmkstrm(&stream_);
-    if (stream_ < 0) throw std::runtime_error("PLplot has no free stream");
-    // With an error buffer PLplot stops printing aborted operations to stderr; the
-    // abort handler above still collects every message.
-    plsError(&error_code_, error_message_);
-    plsdev("memcairo");
-    // memcairo starts from the buffer's current pixels, so pixels blitted into the
-    // canvas beforehand (images) stay under what PLplot draws.
-    plsmem(canvas.width, canvas.height, canvas.rgb.data());
-    plinit();
-    open_ = true;
-    pladv(0);
-    plschr(text_px * kMmPerPixel, 1.0);
-    plscol0(kInk, 0, 0, 0);
-    plscol0(kLine, 31, 119, 180);       // matplotlib's default blue, #1f77b4
-    plscol0(kBarFace, 98, 160, 203);    // #1f77b4 at alpha 0.7 over white, as CodefyUI's hist
-    plcol0(kInk);
-  }
-
-  PlplotStream(const PlplotStream&) = delete;
-  PlplotStream& operator=(const PlplotStream&) = delete;
-
-  ~PlplotStream() { close(); }
-
-  /// Ends the stream (memcairo copies its picture into the canvas here) and throws
-  /// what PLplot reported meanwhile.
-  void finish() {
-    close();
-    if (!plplot_errors().empty()) throw std::runtime_error("PLplot: " + plplot_errors());
-  }
-
- private:
-  void close() {
-    if (!open_) return;
-    open_ = false;
-    plend1();
-    plsstrm(previous_);
-  }
-
-  std::lock_guard<std::mutex> lock_;
-  PLINT previous_ = 0;
-  PLINT stream_ = -1;
-  bool open_ = false;
-  PLINT error_code_ = 0;
-  char error_message_[1024] = {};  // plsError's buffer: PLplot copies at most 160 bytes
-};
-
-// ---------------------------------------------------------------------------
-// Helpers
-
-/// PLplot treats '#' as its escape character; everything else goes to the driver
-/// as plain text (the cairo driver escapes Pango markup itself).
-std::string plplot_text(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    out += c;
-    if (c == '#') out += '#';
-  }
-  return out;
-}
-
-/// Text height in pixels: about matplotlib's 10 pt at 640x480, scaled with the
-/// canvas but kept readable on small ones and modest on large ones. On tiny
-/// canvases it shrinks further so plvsta's margins (8 + 5 text heights across,
-/// 5 + 5 down) leave room for the plot: PLplot refuses a viewport that does not fit.
-double text_height_px(const Canvas& canvas) {
-  const double scale = std::min(canvas.width / 640.0, canvas.height / 480.0);
-  const double fits = std::min(0.6 * canvas.width / 13.0, 0.6 * canvas.height / 10.0);
-  return std::min(std::clamp(11.0 * scale, 8.0, 22.0), fits);
-}
-
-struct Range {
-  double lo = 0.0;
-  double hi = 1.0;
-  bool any = false;  ///< whether any finite value was seen
-};
-
-Range finite_range(const double* values, int64_t n) {
-  Range r;
-  r.lo = std::numeric_limits<double>::infinity();
-  r.hi = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(values[i])) continue;
-    r.lo = std::min(r.lo, values[i]);
-    r.hi = std::max(r.hi, values[i]);
-    r.any = true;
-  }
-  if (!r.any) {
-    r.lo = 0.0;
-    r.hi = 1.0;
-  }
-  return r;
-}
-
-/// An axis range PLplot can draw: never empty, never infinite, with matplotlib's
-/// 5% margin when `margin` is set.
-Range axis_range(Range r, bool margin) {
-  if (!(r.hi > r.lo)) {
-    const double pad = std::max(0.5, std::abs(r.lo) * 0.05);
-    r.lo -= pad;
-    r.hi += pad;
-  } else if (margin) {
-    const double pad = (r.hi - r.lo) * 0.05;
-    r.lo -= pad;
-    r.hi += pad;
-  }
-  // Spans beyond double's range (values near ±1e308) would make PLplot's tick
-  // arithmetic overflow; shrink to the largest span that still works.
-  const double limit = std::numeric_limits<double>::max() / 8;
-  r.lo = std::clamp(r.lo, -limit, limit);
-  r.hi = std::clamp(r.hi, -limit, limit);
-  return r;
-}
-
-/// A 1-2-5 integer tick step giving at most about `max_ticks` ticks over `span`.
-double integer_tick_step(double span, int max_ticks) {
-  for (double magnitude = 1.0;; magnitude *= 10.0) {
-    for (double factor : {1.0, 2.0, 5.0}) {
-      if (span / (factor * magnitude) <= max_ticks) return factor * magnitude;
-    }
-  }
-}
-
 /// The data as a contiguous CPU double tensor (complex data has no single value to plot).
 torch::Tensor as_double(const torch::Tensor& data) {
   if (data.is_complex()) {
@@ -246,45 +43,68 @@ torch::Tensor as_double(const torch::Tensor& data) {
   return data.detach().to(torch::kCPU).to(torch::kDouble).contiguous();
 }
 
-std::string encode_png(const Canvas& canvas) {
-  png_image image;
-  std::memset(&image, 0, sizeof image);
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(canvas.width);
-  image.height = static_cast<png_uint_32>(canvas.height);
-  image.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  // First call sizes the output, second writes it.
-  if (!png_image_write_to_memory(&image, nullptr, &size, 0, canvas.rgb.data(), 0, nullptr)) {
-    throw std::runtime_error(std::string("PNG encoding failed: ") + image.message);
-  }
-  std::string png(size, '\0');
-  if (!png_image_write_to_memory(&image, png.data(), &size, 0, canvas.rgb.data(), 0, nullptr)) {
-    throw std::runtime_error(std::string("PNG encoding failed: ") + image.message);
-  }
-  png.resize(size);
-  return png;
-}
-
 // ---------------------------------------------------------------------------
 // line
 
-void draw_line(Canvas& canvas, const torch::Tensor& values, const std::string& title) {
+/// Series colours, in matplotlib's order; they repeat after the fourth.
+PLINT series_colour(size_t i) {
+  constexpr PLINT kColours[] = {kLine, kLine2, kLine3, kLine4};
+  return kColours[i % (sizeof kColours / sizeof kColours[0])];
+}
+
+/// How many x ticks fit the viewport without their labels crowding.
+int x_tick_budget(double viewport_px, double text_px, int64_t points) {
+  const double digits = static_cast<double>(std::to_string(points).size());
+  const double per_tick_px = text_px * (3.0 + 0.6 * digits);
+  return static_cast<int>(std::clamp(std::floor(viewport_px / per_tick_px), 2.0, 8.0));
+}
+
+/// Draws x's ticks on the bottom and top edges and labels them below, as plbox
+/// would if its ticks could start anywhere but at a multiple of the step.
+void draw_x_ticks(const LineXAxis& x, const Range& y) {
+  // PLplot's default major tick length: 3 mm scaled by the page size.
+  PLFLT page_x0, page_x1, page_y0, page_y1;
+  plgspa(&page_x0, &page_x1, &page_y0, &page_y1);
+  const double tick_mm = 3.0 * 0.5 * ((page_x1 - page_x0) + (page_y1 - page_y0)) / 200.0;
+  PLFLT vx0, vx1, vy0, vy1;
+  plgvpd(&vx0, &vx1, &vy0, &vy1);
+  const double tick = tick_mm / ((vy1 - vy0) * (page_y1 - page_y0)) * (y.hi - y.lo);
+  for (const double t : x.ticks) {
+    pljoin(t, y.lo, t, y.lo + tick);
+    pljoin(t, y.hi, t, y.hi - tick);
+    char label[32];
+    std::snprintf(label, sizeof label, "%.0f", t);
+    plmtex("b", 1.5, (t - x.range.lo) / (x.range.hi - x.range.lo), 0.5, label);
+  }
+}
+
+void draw_legend(const std::vector<std::string>& names) {
+  const auto n = static_cast<PLINT>(names.size());
+  std::vector<PLINT> opts(names.size(), PL_LEGEND_LINE), text_colours(names.size(), kInk), line_styles(names.size(), 1);
+  std::vector<PLINT> line_colours;
+  std::vector<PLFLT> line_widths(names.size(), 1.5);
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < names.size(); ++i) {
+    line_colours.push_back(series_colour(i));
+    texts.push_back(plplot_text(names[i]));
+  }
+  std::vector<const char*> text_ptrs;
+  for (const auto& t : texts) text_ptrs.push_back(t.c_str());
+  PLFLT width = 0, height = 0;
+  plwidth(1.0);
+  // Top right inside the axes, where a falling curve leaves room. Box, symbol
+  // arrays are not read for line-only entries.
+  pllegend(&width, &height, PL_LEGEND_BACKGROUND | PL_LEGEND_BOUNDING_BOX,
+           PL_POSITION_TOP | PL_POSITION_RIGHT | PL_POSITION_INSIDE, 0.02, 0.03, 0.08, kPaper, kLegendEdge, 1, 0, 0, n,
+           opts.data(), 0.8, 1.0, 2.0, 0.0, text_colours.data(), text_ptrs.data(), nullptr, nullptr, nullptr, nullptr,
+           line_colours.data(), line_styles.data(), line_widths.data(), nullptr, nullptr, nullptr, nullptr);
+}
+
+/// Draws one series as polylines at x = first, first + 1, ... Non-finite values
+/// break the line, as in matplotlib; a lone finite value is drawn as a dot so it
+/// does not vanish.
+void draw_series(const torch::Tensor& values, double first) {
   const auto* v = values.data_ptr<double>();
-  const int64_t n = values.numel();
-  const Range x = axis_range({0.0, static_cast<double>(n - 1), true}, true);
-  const Range y = axis_range(finite_range(v, n), true);
-
-  PlplotStream pl(canvas, text_height_px(canvas));
-  plvsta();
-  plwind(x.lo, x.hi, y.lo, y.hi);
-  plbox("bcnst", 0.0, 0, "bcnstv", 0.0, 0);
-  pllab("Index", "Value", plplot_text(title).c_str());
-
-  // Non-finite values break the line, as in matplotlib; runs of finite values are
-  // drawn as polylines and a lone finite value as a dot so it does not vanish.
-  plcol0(kLine);
-  plwidth(1.5);
   std::vector<PLFLT> xs, ys;
   auto flush = [&] {
     if (xs.size() == 1) {
@@ -295,15 +115,49 @@ void draw_line(Canvas& canvas, const torch::Tensor& values, const std::string& t
     xs.clear();
     ys.clear();
   };
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < values.numel(); ++i) {
     if (std::isfinite(v[i])) {
-      xs.push_back(static_cast<PLFLT>(i));
+      xs.push_back(first + static_cast<PLFLT>(i));
       ys.push_back(v[i]);
     } else {
       flush();
     }
   }
   flush();
+}
+
+/// Every series (flat double tensors) on shared axes; a legend for two or more.
+void draw_lines(Canvas& canvas, const std::vector<torch::Tensor>& values, const std::vector<std::string>& names,
+                const PlotRequest& request) {
+  int64_t points = 1;
+  Range data{std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), false};
+  for (const auto& v : values) {
+    points = std::max(points, v.numel());
+    const Range r = finite_range(v.data_ptr<double>(), v.numel());
+    if (!r.any) continue;
+    data = {std::min(data.lo, r.lo), std::max(data.hi, r.hi), true};
+  }
+  if (!data.any) data = {0.0, 1.0, false};
+  const Range y = axis_range(data, true);
+
+  const double text_px = text_height_px(canvas);
+  PlplotStream pl(canvas, text_px);
+  plvsta();
+  PLFLT vx0, vx1, vy0, vy1;
+  plgvpd(&vx0, &vx1, &vy0, &vy1);
+  const LineXAxis x = line_x_axis(points, request.x_axis, x_tick_budget((vx1 - vx0) * canvas.width, text_px, points));
+  plwind(x.range.lo, x.range.hi, y.lo, y.hi);
+  plbox("bc", 0.0, 0, "bcnstv", 0.0, 0);
+  draw_x_ticks(x, y);
+  pllab(x.label.c_str(), plplot_text(request.y_label).c_str(), plplot_text(request.title).c_str());
+
+  plwidth(1.5);
+  for (size_t i = 0; i < values.size(); ++i) {
+    plcol0(series_colour(i));
+    draw_series(values[i], x.first);
+  }
+  plcol0(kInk);
+  if (values.size() >= 2) draw_legend(names);
   pl.finish();
 }
 
@@ -312,8 +166,8 @@ void draw_line(Canvas& canvas, const torch::Tensor& values, const std::string& t
 
 void draw_histogram(Canvas& canvas, const torch::Tensor& values, int64_t bins, const std::string& title) {
   if (bins < 1 || bins > kMaxBins) {
-    throw std::invalid_argument("histogram bins must be between 1 and " + std::to_string(kMaxBins) +
-                                ", got " + std::to_string(bins));
+    throw std::invalid_argument("histogram bins must be between 1 and " + std::to_string(kMaxBins) + ", got " +
+                                std::to_string(bins));
   }
   const auto finite = values.index({torch::isfinite(values)});
   const Range data = finite_range(finite.data_ptr<double>(), finite.numel());
@@ -370,8 +224,7 @@ void cell_corner(PLFLT ix, PLFLT iy, PLFLT_NC_SCALAR x, PLFLT_NC_SCALAR y, PLPoi
 /// Evenly spread indices [0, size) at most `limit` of them (all when size <= limit).
 torch::Tensor spread_indices(int64_t size, int64_t limit) {
   if (size <= limit) return torch::arange(size, torch::kLong);
-  return torch::floor(torch::arange(limit, torch::kDouble) * (static_cast<double>(size) / limit))
-      .to(torch::kLong);
+  return torch::floor(torch::arange(limit, torch::kDouble) * (static_cast<double>(size) / limit)).to(torch::kLong);
 }
 
 void draw_heatmap(Canvas& canvas, torch::Tensor values, const std::string& title) {
@@ -422,8 +275,8 @@ void draw_heatmap(Canvas& canvas, torch::Tensor values, const std::string& title
   plwind(-0.5, cols - 0.5, rows - 0.5, -0.5);
   // Values outside [z.lo, z.hi] (only non-finite ones, by construction) and NaN are
   // not drawn and show the white background.
-  plimagefr(columns.data(), static_cast<PLINT>(nx), static_cast<PLINT>(ny), 0.0, 1.0, 0.0, 1.0, z.lo,
-            z.hi, z.lo, z.hi, cell_corner, &map);
+  plimagefr(columns.data(), static_cast<PLINT>(nx), static_cast<PLINT>(ny), 0.0, 1.0, 0.0, 1.0, z.lo, z.hi, z.lo, z.hi,
+            cell_corner, &map);
   plcol0(kInk);
   // Integer ticks only: cells sit at integer indices.
   plbox("bcnt", integer_tick_step(cols, 8), 0, "bcntv", integer_tick_step(rows, 8), 0);
@@ -439,9 +292,8 @@ void draw_heatmap(Canvas& canvas, torch::Tensor values, const std::string& title
   const PLFLT bar_values[2] = {z.lo, z.hi};
   const PLFLT* bar_rows[1] = {bar_values};
   plcolorbar(&bar_width, &bar_height, PL_COLORBAR_GRADIENT,
-             PL_POSITION_RIGHT | PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT, 0.03, 0.0, 0.04, 1.0, 0,
-             kInk, 0, 0.0, 0.0, 0, 0.0, 0, label_opts, labels, 1, axis_opts, ticks, sub_ticks, n_values,
-             bar_rows);
+             PL_POSITION_RIGHT | PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT, 0.03, 0.0, 0.04, 1.0, 0, kInk, 0, 0.0, 0.0,
+             0, 0.0, 0, label_opts, labels, 1, axis_opts, ticks, sub_ticks, n_values, bar_rows);
   pl.finish();
 }
 
@@ -481,8 +333,7 @@ torch::Tensor image_chw(const torch::Tensor& data) {
     }
   } else {
     throw std::invalid_argument("image plots take [H,W], [C,H,W], [H,W,C] or [N,C,H,W] with C 1, 3 or 4; got " +
-                                std::to_string(data.dim()) + "-D data of shape " +
-                                c10::str(data.sizes()));
+                                std::to_string(data.dim()) + "-D data of shape " + c10::str(data.sizes()));
   }
   if (img.size(0) == 4) img = img.narrow(0, 0, 3);
   return img;
@@ -558,18 +409,29 @@ void draw_image(Canvas& canvas, const torch::Tensor& values, c10::ScalarType dty
 
 }  // namespace
 
-std::string render_png(const torch::Tensor& data, const PlotRequest& request) {
+namespace {
+
+void check_not_empty(const torch::Tensor& data) {
   if (!data.defined() || data.numel() == 0) {
     throw std::invalid_argument("Visualize got an empty tensor (" +
                                 (data.defined() ? c10::str("shape ", data.sizes()) : std::string("undefined")) +
                                 "); there is nothing to plot");
   }
-  if (request.width < kMinSide || request.width > kMaxSide || request.height < kMinSide ||
-      request.height > kMaxSide) {
+}
+
+void check_size(const PlotRequest& request) {
+  if (request.width < kMinSide || request.width > kMaxSide || request.height < kMinSide || request.height > kMaxSide) {
     throw std::invalid_argument("plot size must be between " + std::to_string(kMinSide) + " and " +
                                 std::to_string(kMaxSide) + " pixels a side, got " + std::to_string(request.width) +
                                 "x" + std::to_string(request.height));
   }
+}
+
+}  // namespace
+
+std::string render_png(const torch::Tensor& data, const PlotRequest& request) {
+  check_not_empty(data);
+  check_size(request);
   const auto& kind = request.kind;
   if (kind != "line" && kind != "histogram" && kind != "heatmap" && kind != "image") {
     throw std::invalid_argument("unknown plot kind \"" + kind + "\"; expected line, histogram, heatmap or image");
@@ -577,7 +439,7 @@ std::string render_png(const torch::Tensor& data, const PlotRequest& request) {
   const auto values = as_double(data);
   Canvas canvas(static_cast<int>(request.width), static_cast<int>(request.height));
   if (kind == "line") {
-    draw_line(canvas, values.reshape({-1}), request.title);
+    draw_lines(canvas, {values.reshape({-1})}, {""}, request);
   } else if (kind == "histogram") {
     draw_histogram(canvas, values.reshape({-1}), request.bins, request.title);
   } else if (kind == "heatmap") {
@@ -588,30 +450,22 @@ std::string render_png(const torch::Tensor& data, const PlotRequest& request) {
   return encode_png(canvas);
 }
 
-std::string base64_encode(const std::string& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    const uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16 |
-                       static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8 |
-                       static_cast<unsigned char>(bytes[i + 2]);
-    out += kAlphabet[v >> 18 & 63];
-    out += kAlphabet[v >> 12 & 63];
-    out += kAlphabet[v >> 6 & 63];
-    out += kAlphabet[v & 63];
+std::string render_lines_png(const std::vector<Series>& series, const PlotRequest& request) {
+  if (series.empty()) throw std::invalid_argument("a line plot needs at least one series");
+  if (request.kind != "line") {
+    throw std::invalid_argument("several series are drawn as a line plot, not as \"" + request.kind + "\"");
   }
-  const size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
-    if (rest == 2) v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
-    out += kAlphabet[v >> 18 & 63];
-    out += kAlphabet[v >> 12 & 63];
-    out += rest == 2 ? kAlphabet[v >> 6 & 63] : '=';
-    out += '=';
+  check_size(request);
+  std::vector<torch::Tensor> values;
+  std::vector<std::string> names;
+  for (const Series& s : series) {
+    check_not_empty(s.values);
+    values.push_back(as_double(s.values).reshape({-1}));
+    names.push_back(s.name);
   }
-  return out;
+  Canvas canvas(static_cast<int>(request.width), static_cast<int>(request.height));
+  draw_lines(canvas, values, names, request);
+  return encode_png(canvas);
 }
 
 }  // namespace codefy::plot

@@ -1,0 +1,69 @@
+// GraphModel's forward pass and description.
+#include "model/graph_model.h"
+
+#include "model/layer_spec_error.h"
+
+#include <torch/torch.h>
+
+#include <cctype>
+#include <sstream>
+
+namespace codefy::model {
+
+using torch::Tensor;
+
+namespace {
+
+std::string shape_of(const Tensor& t) {
+  std::ostringstream os;
+  os << t.sizes();
+  return os.str();
+}
+
+}  // namespace
+
+GraphModel::GraphModel(const std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>>& modules,
+                       std::vector<Step> steps, size_t slots, size_t input_slot, size_t output_slot)
+    : train::Model(std::string("SequentialModel")),
+      steps_(std::move(steps)),
+      slots_(slots),
+      input_slot_(input_slot),
+      output_slot_(output_slot) {
+  layers_ = register_module("layers", torch::nn::ModuleDict(modules));
+}
+
+Tensor GraphModel::forward(const Tensor& x) {
+  std::vector<Tensor> values(slots_);
+  values[input_slot_] = x;
+  for (const Step& step : steps_) {
+    try {
+      if (step.layer) {
+        values[step.slot] = step.layer(values[step.inputs.front()]);
+      } else {
+        std::vector<Tensor> inputs;
+        for (size_t i : step.inputs) inputs.push_back(values[i]);
+        values[step.slot] = step.merge(inputs);
+      }
+    } catch (const c10::OutOfMemoryError&) {
+      throw;  // Not a problem with the spec.
+    } catch (const c10::Error& e) {
+      // Name the layer: LibTorch's message alone doesn't say which one failed.
+      std::string shapes;
+      for (size_t i : step.inputs) shapes += (shapes.empty() ? "" : ", ") + shape_of(values[i]);
+      std::string message = e.msg();
+      while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) message.pop_back();
+      throw LayerSpecError(step.id, step.type, "",
+                           (step.inputs.size() == 1 ? "failed on input of shape " : "failed on inputs of shapes ") +
+                               shapes + ": " + message);
+    }
+  }
+  return values[output_slot_];
+}
+
+std::string GraphModel::describe() const {
+  std::string out;
+  for (const Step& step : steps_) out += (out.empty() ? "" : "\n") + step.id + ": " + step.description;
+  return out;
+}
+
+}  // namespace codefy::model

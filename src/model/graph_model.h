@@ -1,0 +1,49 @@
+// GraphModel: the module SequentialModel builds, running its layers and merges in order.
+#pragma once
+
+#include "model/layer_table.h"
+#include "train/model.h"
+
+#include <torch/nn/modules/container/moduledict.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace codefy::model {
+
+/// One node evaluated in the forward pass: a layer or a merge.
+struct Step {
+  std::string id, type;
+  size_t slot;                 ///< where its output goes (the node's index in the spec)
+  std::vector<size_t> inputs;  ///< slots it reads, in edge-list order
+  LayerFn layer;               ///< set for plain layers
+  MergeFn merge;               ///< set for merges
+  std::string description;     ///< its line in describe()
+};
+
+/// A model over a layer DAG: the input goes into one slot, each step reads
+/// slots and writes its own, the output is read from one slot. Modules are
+/// registered in a ModuleDict called "layers", keyed by node id, so parameters
+/// are named `layers.<id>.weight` as in CodefyUI's PyTorch original.
+class GraphModel : public train::Model {
+ public:
+  /// `modules` in registration (parameters()) order; `steps` in evaluation order.
+  GraphModel(const std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>>& modules,
+             std::vector<Step> steps, size_t slots, size_t input_slot, size_t output_slot);
+
+  /// Runs the steps. When LibTorch rejects a step's input (a shape mismatch),
+  /// throws LayerSpecError naming the layer and the shapes it got.
+  torch::Tensor forward(const torch::Tensor& x) override;
+  /// `<id>: <description>`, one line per step, in evaluation order.
+  std::string describe() const override;
+
+ private:
+  torch::nn::ModuleDict layers_{nullptr};
+  std::vector<Step> steps_;
+  size_t slots_, input_slot_, output_slot_;
+};
+
+}  // namespace codefy::model

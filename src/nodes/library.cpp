@@ -1,0 +1,18 @@
+#include "nodes/library.h"
+
+namespace codefy::nodes {
+
+const NodeRegistry& builtin() {
+  static const NodeRegistry registry = [] {
+    NodeRegistry r;
+    register_utility_nodes(r);
+    register_data_nodes(r);
+    register_model_nodes(r);
+    register_training_nodes(r);
+    register_io_nodes(r);
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace codefy::nodes

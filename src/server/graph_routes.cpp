@@ -1,0 +1,160 @@
+// The graph file and example routes.
+#include "server/graph_routes.h"
+
+#include "engine/executor.h"
+#include "graph/graph.h"
+#include "graph/validate.h"
+#include "util/atomic_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <utility>
+#include <vector>
+
+namespace codefy::server {
+
+namespace fs = std::filesystem;
+
+std::string sanitize_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool keep = std::isalnum(u) || c == '-' || c == '_' || u >= 0x80;  // UTF-8 letters stay, as str.isalnum
+    out += keep ? c : '_';
+  }
+  return out;
+}
+
+namespace {
+
+/// The files, sorted, each with its parsed JSON; unreadable ones are skipped, as CodefyUI does.
+std::vector<std::pair<fs::path, nlohmann::json>> read_json_files(std::vector<fs::path> files) {
+  std::sort(files.begin(), files.end());
+  std::vector<std::pair<fs::path, nlohmann::json>> out;
+  for (auto& f : files) {
+    std::ifstream in(f);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_discarded()) out.emplace_back(std::move(f), std::move(j));
+  }
+  return out;
+}
+
+}  // namespace
+
+GraphRoutes::GraphRoutes(fs::path graphs_dir, fs::path examples_dir, const NodeRegistry& registry)
+    : graphs_dir_(std::move(graphs_dir)), examples_dir_(std::move(examples_dir)), registry_(registry) {
+  fs::create_directories(graphs_dir_);
+}
+
+void GraphRoutes::add_routes(RouteTable& table) {
+  table.add("POST", "/api/graph/validate", [this](const Request& r, const PathParams&) { return validate(r); });
+  table.add("POST", "/api/graph/save", [this](const Request& r, const PathParams&) { return save(r); });
+  table.add("GET", "/api/graph/load/{name}",
+            [this](const Request&, const PathParams& p) { return load(p.at("name")); });
+  table.add("GET", "/api/graph/list", [this](const Request&, const PathParams&) { return list(); });
+  table.add("GET", "/api/examples/list", [this](const Request&, const PathParams&) { return examples_list(); });
+  table.add("GET", "/api/examples/load", [this](const Request& r, const PathParams&) { return example_load(r); });
+}
+
+Response GraphRoutes::validate(const Request& r) const {
+  try {
+    prepare(graph::graph_from_json(r.json_body(), "request"), registry_);
+    return Response::json(200,
+                          {{"valid", true}, {"errors", nlohmann::json::array()}, {"issues", nlohmann::json::array()}});
+  } catch (const graph::ValidationError& e) {
+    nlohmann::json errors = nlohmann::json::array();
+    for (const auto& i : e.issues()) errors.push_back(i.message);
+    return Response::json(200, {{"valid", false}, {"errors", errors}, {"issues", graph::issues_json(e.issues())}});
+  }
+}
+
+Response GraphRoutes::save(const Request& r) const {
+  nlohmann::json body = r.json_body();
+  if (!body.is_object()) return Response::error(400, "expected a graph JSON object");
+  std::string target = body.value("file", std::string());
+  const bool has_file = !target.empty();
+  if (target.empty()) target = body.value("name", std::string());
+  if (target.empty()) return Response::error(400, "the graph needs a \"name\" (or a \"file\") to be saved under");
+  const std::string stem = sanitize_name(target);
+  const fs::path path = graphs_dir_ / (stem + ".json");
+  const bool no_overwrite = body.contains("overwrite") && body["overwrite"] == false;
+  if (no_overwrite && !has_file && fs::exists(path)) {
+    std::string stored = stem;
+    try {
+      std::ifstream in(path);
+      stored = nlohmann::json::parse(in).value("name", stem);
+    } catch (const std::exception&) {  // unreadable: named by its file
+    }
+    return Response::json(409, {{"detail", {{"error", "graph_exists"}, {"file", stem}, {"name", stored}}}});
+  }
+  body.erase("file");
+  body.erase("overwrite");
+  graph::graph_from_json(body, stem);  // a graph file at all (throws GraphFormatError → 400)
+  util::write_file_atomic(path, body.dump(2) + "\n");
+  return Response::json(200, {{"message", "Graph saved"}, {"path", fs::absolute(path).string()}, {"file", stem}});
+}
+
+Response GraphRoutes::load(const std::string& name) const {
+  const fs::path file = graphs_dir_ / (sanitize_name(name) + ".json");
+  if (name.empty() || !fs::exists(file)) return Response::error(404, "Graph '" + name + "' not found");
+  std::ifstream in(file);
+  return Response::json(200, nlohmann::json::parse(in));
+}
+
+Response GraphRoutes::list() const {
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(graphs_dir_))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  for (const auto& [f, j] : read_json_files(std::move(files))) {
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(f, ec).time_since_epoch();
+    const auto name = j.is_object() ? j.find("name") : j.end();
+    list.push_back({{"name", name != j.end() && name->is_string() ? name->get<std::string>() : f.stem().string()},
+                    {"file", f.stem().string()},
+                    {"modified", std::chrono::duration<double>(mtime).count()}});
+  }
+  return Response::json(200, list);
+}
+
+Response GraphRoutes::examples_list() const {
+  nlohmann::json list = nlohmann::json::array();
+  if (examples_dir_.empty() || !fs::is_directory(examples_dir_)) return Response::json(200, list);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(examples_dir_))
+    if (e.is_regular_file() && e.path().filename() == "graph.json") files.push_back(e.path());
+  for (const auto& [f, j] : read_json_files(std::move(files))) {
+    const std::string rel = fs::relative(f.parent_path(), examples_dir_).generic_string();
+    const size_t slash = rel.find('/');
+    try {
+      list.push_back({{"name", j.value("name", rel)},
+                      {"description", j.value("description", "")},
+                      {"category", slash == std::string::npos ? "Other" : rel.substr(0, slash)},
+                      {"path", rel},
+                      {"source", "builtin"},
+                      {"node_count", j.contains("nodes") ? j["nodes"].size() : 0},
+                      {"edge_count", j.contains("edges") ? j["edges"].size() : 0}});
+    } catch (const nlohmann::json::exception&) {  // not a graph (an array, a number for a name): skipped
+    }
+  }
+  return Response::json(200, list);
+}
+
+Response GraphRoutes::example_load(const Request& r) const {
+  const auto it = r.query.find("path");
+  if (it == r.query.end()) return Response::error(422, "the query parameter \"path\" is required");
+  const std::string& path = it->second;
+  if (path.empty() || path.find("..") != std::string::npos || path.front() == '/' || path.front() == '\\')
+    return Response::error(400, "Invalid path");
+  const fs::path root = fs::weakly_canonical(examples_dir_);
+  const fs::path file = fs::weakly_canonical(root / path / "graph.json");
+  const std::string root_text = root.string(), file_text = file.string();
+  if (file_text.compare(0, root_text.size(), root_text) != 0) return Response::error(400, "Invalid path");
+  if (examples_dir_.empty() || !fs::is_regular_file(file)) return Response::error(404, "Example not found: " + path);
+  std::ifstream in(file);
+  return Response::json(200, nlohmann::json::parse(in));
+}
+
+}  // namespace codefy::server

@@ -1,0 +1,45 @@
+// Graph files under <data-dir>/graphs (CodefyUI's /api/graph save, load,
+// list and validate) and the example graphs shipped read-only
+// (/api/examples list and load).
+#pragma once
+
+#include "server/routes.h"
+
+#include <filesystem>
+#include <string>
+
+namespace codefy {
+class NodeRegistry;
+}
+
+namespace codefy::server {
+
+/// CodefyUI's file stem for a graph name: every character that is not a
+/// letter, digit, '-' or '_' becomes '_' (so no '.', '/', '\\': nothing can
+/// leave the graphs folder).
+std::string sanitize_name(const std::string& name);
+
+/// The graph file and example routes.
+class GraphRoutes {
+ public:
+  /// Creates `graphs_dir` if it is missing; `examples_dir` empty: no examples.
+  GraphRoutes(std::filesystem::path graphs_dir, std::filesystem::path examples_dir, const NodeRegistry& registry);
+  /// Adds POST /api/graph/validate, POST /api/graph/save, GET
+  /// /api/graph/load/{name}, GET /api/graph/list, GET /api/examples/list and
+  /// GET /api/examples/load?path=.
+  void add_routes(RouteTable& table);
+
+ private:
+  Response validate(const Request& r) const;
+  Response save(const Request& r) const;
+  Response load(const std::string& name) const;
+  Response list() const;
+  Response examples_list() const;
+  Response example_load(const Request& r) const;
+
+  std::filesystem::path graphs_dir_;
+  std::filesystem::path examples_dir_;
+  const NodeRegistry& registry_;
+};
+
+}  // namespace codefy::server

@@ -1,0 +1,268 @@
+// start_run, headless runs (CodefyUI's run envelope) and the /api/runs routes.
+#include "server/runs.h"
+
+#include "device/catalogue.h"
+#include "engine/errors.h"
+#include "engine/value.h"
+#include "graph/graph.h"
+#include "graph/validate.h"
+#include "server/graph_routes.h"
+#include "server/inspector.h"
+
+#include <chrono>
+#include <exception>
+#include <iterator>
+#include <optional>
+#include <utility>
+
+namespace codefy::server {
+
+namespace fs = std::filesystem;
+
+/// What the server keeps of a headless run (GET /api/runs/{id}).
+struct Runs::Record {
+  std::string graph;
+  std::string device;
+  nlohmann::json metrics = nlohmann::json::object();
+  std::vector<std::string> warnings;
+  nlohmann::json error;  ///< null, or {code, message, node_id, details}
+  std::string status;    ///< final state once the run has answered ("" before)
+};
+
+namespace {
+
+/// CodefyUI's run envelope, before the run has ended.
+nlohmann::json run_envelope(const std::string& run_id, const std::string& graph, const std::string& device) {
+  return {{"status", "error"},  {"run_id", run_id},   {"graph", graph},
+          {"app", nullptr},     {"version", nullptr}, {"device", device},
+          {"outputs", nullptr}, {"error", nullptr},   {"timing", {{"total_s", 0.0}}}};
+}
+
+/// A headless run refused before it was queued, in the envelope's shape.
+Response envelope_error(int status, const std::string& graph, const std::string& code, const std::string& message,
+                        nlohmann::json details = nullptr) {
+  nlohmann::json e = run_envelope("", graph, "cpu");
+  e["error"] = {{"code", code}, {"message", message}, {"node_id", nullptr}, {"details", std::move(details)}};
+  return Response::json(status, e);
+}
+
+/// Each node's outputs, summarized; metrics dicts as they are.
+nlohmann::json outputs_json(const RunResult& result) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [id, outputs] : result.outputs) {
+    nlohmann::json node = nlohmann::json::object();
+    for (const auto& [port, value] : outputs) {
+      if (const auto* m = std::get_if<nlohmann::json>(&value))
+        node[port] = *m;
+      else
+        node[port] = summarize(value);
+    }
+    j[id] = node;
+  }
+  return j;
+}
+
+}  // namespace
+
+/// A headless run: collects its node warnings, then keeps how it ended in
+/// its record and answers the request with the run envelope.
+class Runs::HeadlessRun : public RunListener {
+ public:
+  HeadlessRun(Runs& runs, std::shared_ptr<Record> record, Respond respond)
+      : runs_(runs), record_(std::move(record)), respond_(std::move(respond)) {}
+
+  void on_warning(const NodeRef& n, const std::string& message) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    warnings_.push_back(n.id + ": " + message);
+  }
+  void on_run_start(const std::string&) override { t0_ = std::chrono::steady_clock::now(); }
+
+  void on_run_end(const std::string& run_id, const RunOutcome& outcome) override {
+    // What may throw first, so a throw leaves the record untouched.
+    nlohmann::json metrics = nlohmann::json::object();
+    nlohmann::json outputs = nullptr;
+    if (outcome.result) {
+      for (const auto& [id, values] : outcome.result->outputs)
+        if (auto m = values.find("metrics"); m != values.end())
+          if (const auto* j = std::get_if<nlohmann::json>(&m->second)) metrics[id] = *j;
+      outputs = outputs_json(*outcome.result);
+    }
+    nlohmann::json envelope = run_envelope(run_id, record_->graph, record_->device);
+    std::vector<std::string> warnings;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      warnings = warnings_;
+    }
+    {
+      std::lock_guard<std::mutex> lock(runs_.mutex_);  // GET /api/runs/{id} reads the record
+      record_->warnings.insert(record_->warnings.end(), warnings.begin(), warnings.end());
+      record_->error = outcome.error;
+      record_->metrics = metrics;
+      record_->status = outcome.status == "ok" ? "completed" : outcome.status == "error" ? "failed" : outcome.status;
+      envelope["warnings"] = record_->warnings;
+    }
+    envelope["status"] = outcome.status;
+    envelope["outputs"] = std::move(outputs);
+    envelope["error"] = outcome.error;
+    envelope["timing"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count()}};
+    respond_(Response::json(outcome.status == "error" ? 500 : 200, envelope));
+  }
+
+ private:
+  Runs& runs_;
+  std::shared_ptr<Record> record_;
+  Respond respond_;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  std::mutex mutex_;
+  std::vector<std::string> warnings_;  ///< "node_id: message", as they came
+};
+
+Runs::Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
+           fs::path graphs_dir)
+    : registry_(registry), inspector_(inspector), graphs_dir_(std::move(graphs_dir)), queues_(workers) {}
+
+Runs::~Runs() { shutdown(); }
+
+void Runs::shutdown() { queues_.close(); }
+
+std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> listener) {
+  const std::string device = request.device;
+  auto job = [this, request = std::move(request), listener = std::move(listener)](const CancellationToken& token,
+                                                                                  const std::string& run_id) {
+    listener->on_run_start(run_id);
+    RunSettings settings;
+    settings.seed = request.seed;
+    if (request.pin_nodes_to_device) settings.device = request.device;
+    settings.base_dir = request.base_dir;
+    settings.cancel = token;
+    settings.observer = listener.get();
+    settings.cache = request.cache;
+    settings.force_rerun = request.force_rerun;
+    if (request.keep_state) {  // modules carry over between runs of this scope
+      settings.state_store = &inspector_.node_state();
+      settings.state_scope = request.state_scope;
+    }
+    RunOutcome outcome;
+    std::optional<RunResult> result;
+    std::exception_ptr failure;
+    const auto failed = [&](const char* status, const char* code, const std::string& message, nlohmann::json node) {
+      outcome = RunOutcome{
+          status, {{"code", code}, {"message", message}, {"node_id", std::move(node)}, {"details", nullptr}}, nullptr};
+      failure = std::current_exception();
+    };
+    try {
+      result = Executor(registry_).run(*request.graph, settings);
+      if (request.record_outputs)
+        inspector_.record_outputs(request.outputs_id.empty() ? run_id : request.outputs_id, *result);
+      outcome = RunOutcome{"ok", nullptr, &*result};
+    } catch (const Cancelled&) {
+      failed("stopped", "stopped", "the run was stopped", nullptr);
+    } catch (const NodeOOMError& e) {
+      failed("error", "out_of_memory", e.what(), e.node_id());
+    } catch (const NodeError& e) {
+      failed("error", "execution_error", e.what(), e.node_id());
+    } catch (const std::exception& e) {
+      failed("error", "execution_error", e.what(), nullptr);
+    }
+    try {
+      listener->on_run_end(run_id, outcome);
+    } catch (const std::exception& e) {
+      if (failure) throw;
+      // The listener could not take the result (summarizing an output
+      // failed): it hears of a failed run instead, so its client gets an answer.
+      failed("error", "execution_error", e.what(), nullptr);
+      listener->on_run_end(run_id, outcome);
+    }
+    if (failure) std::rethrow_exception(failure);  // the queue records the run as stopped or failed
+  };
+  return queues_.submit(device, std::move(job));
+}
+
+void Runs::add_routes(RouteTable& table) {
+  table.add("POST", "/api/graph/run/{name}", [this](const Request& r, const PathParams& p, const Respond& respond) {
+    run_graph(p.at("name"), r, respond);
+  });
+  table.add("GET", "/api/runs", [this](const Request&, const PathParams&) { return runs_list(); });
+  table.add("GET", "/api/runs/{run_id}",
+            [this](const Request&, const PathParams& p) { return run_info(p.at("run_id")); });
+  table.add("POST", "/api/runs/{run_id}/stop",
+            [this](const Request&, const PathParams& p) { return run_stop(p.at("run_id")); });
+}
+
+void Runs::run_graph(const std::string& name, const Request& r, const Respond& respond) {
+  const nlohmann::json body = r.json_body();
+  const fs::path file = graphs_dir_ / (sanitize_name(name) + ".json");
+  if (sanitize_name(name) != name || !fs::exists(file))
+    return respond(envelope_error(404, name, "graph_not_found", "Graph '" + name + "' not found"));
+  if (!body.is_object())
+    return respond(envelope_error(422, name, "invalid_input", "invalid request body",
+                                  {{{"field", "body"}, {"reason", "body must be a JSON object"}}}));
+  graph::Graph g;
+  try {
+    g = graph::load_graph_file(file);
+  } catch (const graph::GraphFormatError& e) {
+    return respond(envelope_error(500, name, "graph_unreadable", e.what()));
+  }
+  RunRequest run;
+  try {
+    run.graph = std::make_shared<PreparedGraph>(prepare(g, registry_));
+  } catch (const graph::ValidationError& e) {
+    return respond(
+        envelope_error(409, name, "invalid_graph", "graph failed validation", graph::issues_json(e.issues())));
+  }
+  const device::DeviceChoice choice =
+      device::resolve_device(body.value("device", std::string("auto")), device::DeviceSource{name, "", "", "device"});
+  run.device = choice.device.str();
+  run.pin_nodes_to_device = true;
+  run.seed = body.value("seed", uint64_t{0});
+  run.base_dir = run.graph->graph.base_dir;
+  run.record_outputs = body.value("record_outputs", false);
+  auto record = std::make_shared<Record>();
+  record->graph = name;
+  record->device = run.device;
+  record->warnings = choice.warnings;
+  auto listener = std::make_shared<HeadlessRun>(*this, record, respond);
+  std::lock_guard<std::mutex> lock(mutex_);  // held so the record is in place before anyone can ask for it
+  records_[start_run(std::move(run), std::move(listener))] = record;
+  for (auto it = records_.begin(); it != records_.end();)  // the queues forget old finished runs; so do we
+    it = queues_.info(it->first) ? std::next(it) : records_.erase(it);
+}
+
+Response Runs::runs_list() const {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& i : queues_.runs())
+    a.push_back({{"run_id", i.id},
+                 {"device", i.device},
+                 {"worker", i.queue},
+                 {"status", to_string(i.state)},
+                 {"position", i.position}});
+  return Response::json(200, {{"runs", a}});
+}
+
+Response Runs::run_info(const std::string& run_id) const {
+  const auto info = queues_.info(run_id);
+  if (!info) return Response::error(404, "Run '" + run_id + "' not found");
+  nlohmann::json j = {{"run_id", info->id},
+                      {"device", info->device},
+                      {"worker", info->queue},
+                      {"status", to_string(info->state)},
+                      {"queue_position", info->position},
+                      {"seconds", info->seconds}};
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto rec = records_.find(info->id); rec != records_.end()) {
+    j["graph"] = rec->second->graph;
+    j["metrics"] = rec->second->metrics;
+    j["warnings"] = rec->second->warnings;
+    j["error"] = rec->second->error;
+    if (!rec->second->status.empty()) j["status"] = rec->second->status;  // answered; the queue may lag a moment
+  }
+  return Response::json(200, j);
+}
+
+Response Runs::run_stop(const std::string& run_id) {
+  if (!queues_.info(run_id)) return Response::error(404, "Run '" + run_id + "' not found");
+  const bool stopped = queues_.stop(run_id);
+  return Response::json(200, {{"run_id", run_id}, {"stopping", stopped}});
+}
+
+}  // namespace codefy::server

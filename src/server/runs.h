@@ -1,0 +1,119 @@
+// Graph runs on the per-device queues. start_run is the one way a run
+// starts: the headless HTTP route (POST /api/graph/run/{name}) and the
+// WebSocket's execute both come through it, so the run's settings, its
+// outcome's shape and the queue's record of how it ended are the same for
+// both. Also the /api/runs routes.
+#pragma once
+
+#include "engine/events.h"
+#include "engine/executor.h"
+#include "engine/node.h"
+#include "server/routes.h"
+#include "server/run_queue.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace codefy {
+class NodeRegistry;
+}
+
+namespace codefy::server {
+
+class Inspector;
+
+/// What to run and how: everything start_run needs besides its listener.
+struct RunRequest {
+  std::shared_ptr<const PreparedGraph> graph;
+  /// The device whose queue the run waits in, resolved ("cpu", "cuda:0").
+  std::string device;
+  /// Every node runs on `device` (headless runs); false: on its own `device`
+  /// param (the editor's runs).
+  bool pin_nodes_to_device = false;
+  uint64_t seed = 0;
+  /// Relative file paths in params resolve against this folder.
+  std::filesystem::path base_dir;
+  /// The editor connection's execution cache; null: none.
+  ExecutionCache* cache = nullptr;
+  /// Nodes that run even when their key is cached (the editor's changed_nodes).
+  std::set<std::string> force_rerun;
+  /// Keep persistent_state nodes' modules in the node state store, under `state_scope`.
+  bool keep_state = false;
+  std::string state_scope;
+  /// Keep the run's outputs for the inspector, under `outputs_id` ("": the run's id).
+  bool record_outputs = false;
+  std::string outputs_id;
+};
+
+/// How a run ended; the same shape whoever started it.
+struct RunOutcome {
+  /// "ok", "stopped" or "error" (the status of CodefyUI's run envelope).
+  std::string status;
+  /// Null when ok, else {code, message, node_id, details}; code is "stopped",
+  /// "out_of_memory" or "execution_error".
+  nlohmann::json error;
+  /// What the run produced when ok (null otherwise); valid during on_run_end only.
+  const RunResult* result = nullptr;
+};
+
+/// Follows one run of start_run on the run's worker thread: its events (the
+/// Observer calls) between on_run_start and on_run_end.
+class RunListener : public Observer {
+ public:
+  /// The run left its queue and begins.
+  virtual void on_run_start(const std::string& run_id) { (void)run_id; }
+  /// The run ended; called once (again, with an error, only when the first
+  /// call throws), before the run queue records how it ended.
+  virtual void on_run_end(const std::string& run_id, const RunOutcome& outcome) = 0;
+};
+
+/// The run queues and what the server keeps of the headless runs it started.
+class Runs {
+ public:
+  Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
+       std::filesystem::path graphs_dir);
+  /// shutdown(), if not done yet.
+  ~Runs();
+  Runs(const Runs&) = delete;
+  Runs& operator=(const Runs&) = delete;
+
+  /// Queues a run; returns its id. On its worker the run gets its settings
+  /// from `request` and the listener as its observer, keeps its outputs when
+  /// asked, tells the listener how it ended, and rethrows a failure so the
+  /// queue records it. Throws std::invalid_argument when no worker owns
+  /// `request.device`.
+  std::string start_run(RunRequest request, std::shared_ptr<RunListener> listener);
+  /// Stops every run (queued ones never start, running ones end between
+  /// batches) and joins the workers.
+  void shutdown();
+  RunQueues& queues() { return queues_; }
+  const RunQueues& queues() const { return queues_; }
+  /// Adds POST /api/graph/run/{name}, GET /api/runs, GET /api/runs/{run_id}
+  /// and POST /api/runs/{run_id}/stop.
+  void add_routes(RouteTable& table);
+
+ private:
+  struct Record;
+  class HeadlessRun;
+  void run_graph(const std::string& name, const Request& r, const Respond& respond);
+  Response runs_list() const;
+  Response run_info(const std::string& run_id) const;
+  Response run_stop(const std::string& run_id);
+
+  const NodeRegistry& registry_;
+  Inspector& inspector_;
+  std::filesystem::path graphs_dir_;
+  RunQueues queues_;
+  mutable std::mutex mutex_;                                ///< guards records_ and what they hold
+  std::map<std::string, std::shared_ptr<Record>> records_;  ///< headless runs, by run id
+};
+
+}  // namespace codefy::server
