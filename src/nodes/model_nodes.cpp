@@ -6,7 +6,9 @@ namespace codefy {
 
 using graph::DataType;
 
-void nodes::register_model_nodes(NodeRegistry& r) {
+namespace {
+
+void register_sequential_model(NodeRegistry& r) {
   graph::NodeDef d{"SequentialModel",
                    "Training",
                    "Build a model from a layer graph (CodefyUI's v2 spec: Input, layers, merges, Output).",
@@ -26,5 +28,9 @@ void nodes::register_model_nodes(NodeRegistry& r) {
     return ValueMap{{"model", built}};
   });
 }
+
+}  // namespace
+
+void nodes::register_model_nodes(NodeRegistry& r) { register_sequential_model(r); }
 
 }  // namespace codefy
