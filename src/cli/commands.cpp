@@ -221,11 +221,27 @@ int run_graph(const RunCommand& cmd) {
   }
 }
 
+/// Where the built editor is: beside the program in a checkout (build/codefy
+/// -> web/dist) or an install (bin/codefy -> share/codefy/web), else under
+/// the working folder. Empty when none has an index.html.
+static std::filesystem::path find_web_dir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  std::vector<fs::path> candidates;
+  if (!ec) candidates = {exe_dir.parent_path() / "web" / "dist", exe_dir.parent_path() / "share" / "codefy" / "web"};
+  candidates.push_back(fs::current_path(ec) / "web" / "dist");
+  for (const auto& c : candidates)
+    if (fs::is_regular_file(c / "index.html", ec)) return c;
+  return {};
+}
+
 int serve(const ServeCommand& cmd) {
   device::configure_threads();
   server::ApiOptions options;
   options.data_dir = cmd.data_dir;
   options.examples_dir = cmd.examples_dir;
+  options.web_dir = cmd.web_dir.empty() ? find_web_dir() : std::filesystem::path(cmd.web_dir);
   try {
     options.stores = store::StoreSettings::from_env();
     std::vector<std::string> available = {"cpu"};
@@ -284,6 +300,11 @@ int serve(const ServeCommand& cmd) {
     std::printf("Codefy serving on http://%s:%u (data in %s; Ctrl-C stops)\n", cmd.host.c_str(), port,
                 std::filesystem::absolute(cmd.data_dir).string().c_str());
     std::printf("  session token in %s (send it as X-CodefyUI-Token)\n", token_file.string().c_str());
+    if (options.web_dir.empty() || !std::filesystem::is_regular_file(options.web_dir / "index.html"))
+      std::printf("  the editor is not built (scripts/build.sh builds web/dist; --web-dir names another)\n");
+    else
+      std::printf("  editor: http://%s:%u/ (from %s)\n", cmd.host == "0.0.0.0" ? "127.0.0.1" : cmd.host.c_str(), port,
+                  options.web_dir.string().c_str());
     for (const auto& w : options.workers) {
       std::string devices;
       for (const auto& d : w.devices)

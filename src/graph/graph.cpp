@@ -66,6 +66,19 @@ bool is_compatible(DataType source, DataType target) {
   return source == DataType::kImage && target == DataType::kTensor;
 }
 
+json type_rules_json() {
+  json names = json::array();
+  json compatible = json::object();
+  for (const auto& s : kDataTypes) {
+    names.push_back(s.name);
+    json targets = json::array();
+    for (const auto& t : kDataTypes)
+      if (is_compatible(s.type, t.type)) targets.push_back(t.name);
+    compatible[s.name] = std::move(targets);
+  }
+  return {{"data_types", std::move(names)}, {"compatible", std::move(compatible)}};
+}
+
 const PortDef* NodeDef::input(const std::string& port) const {
   for (const auto& p : inputs)
     if (p.name == port) return &p;

@@ -41,6 +41,9 @@ std::optional<DataType> data_type_from_string(const std::string& s);
 
 /// CodefyUI's compatibility rule: may a `source` output feed a `target` input?
 bool is_compatible(DataType source, DataType target);
+/// The rule as data, for editors that check connections while dragging:
+/// {"data_types": ["TENSOR", ...], "compatible": {"<source>": ["<target>", ...]}}.
+json type_rules_json();
 
 /// One input or output of a node type.
 struct PortDef {

@@ -10,6 +10,7 @@
 #include "server/inspector.h"
 #include "server/model_files.h"
 #include "server/runs.h"
+#include "server/static_files.h"
 #include "server/ws_execution.h"
 
 #include <algorithm>
@@ -23,9 +24,11 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   const auto graphs_dir = options_.data_dir / "graphs";
   inspector_ = std::make_unique<Inspector>(options_.stores);
   runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir);
-  ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir);
+  ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir,
+                                      options_.examples_dir);
   graphs_ = std::make_unique<GraphRoutes>(graphs_dir, options_.examples_dir, registry_);
   models_ = std::make_unique<ModelFiles>(options_.data_dir / "models", options_.max_upload_bytes);
+  web_ = std::make_unique<StaticFiles>(options_.web_dir);
   add_server_routes();
   graphs_->add_routes(routes_);
   runs_->add_routes(routes_);
@@ -53,6 +56,8 @@ void Api::add_server_routes() {
     for (const auto* t : registry_.list()) a.push_back(graph::to_json(t->def));
     return Response::json(200, a);
   });
+  routes_.add("GET", "/api/types",
+              [](const Request&, const PathParams&) { return Response::json(200, graph::type_rules_json()); });
   routes_.add("GET", "/api/nodes/{name}", [this](const Request&, const PathParams& p) {
     const std::string& name = p.at("name");
     const auto* t = registry_.get(name);
@@ -77,7 +82,11 @@ void Api::handle(const Request& r, Respond respond) {
   try {
     if (auto denied = check_access(r)) return respond(*denied);
     const RouteMatch match = routes_.match(r.method, r.path);
-    if (!match.route) return respond(RouteTable::unrouted(match));
+    if (!match.route) {
+      // The editor's files answer GETs outside /api and /ws that no route takes.
+      if (r.method == "GET" && match.allowed.empty() && StaticFiles::serves(r.path)) return respond(web_->get(r.path));
+      return respond(RouteTable::unrouted(match));
+    }
     match.route->handler(r, match.params, respond);
   } catch (const HttpError& e) {
     respond(Response::error(e.status(), e.what()));

@@ -28,6 +28,7 @@ class GraphRoutes;
 class Inspector;
 class ModelFiles;
 class Runs;
+class StaticFiles;
 class WsExecution;
 struct Connection;
 
@@ -35,6 +36,8 @@ struct ApiOptions {
   std::filesystem::path data_dir;
   /// Example graphs (`<category>/<name>/graph.json`), served read-only; empty: none.
   std::filesystem::path examples_dir;
+  /// The built editor (web/dist), served at `/`; empty: `/` says how to build it.
+  std::filesystem::path web_dir;
   /// Host header values accepted (DNS-rebinding protection), e.g. "127.0.0.1:8000".
   std::vector<std::string> allowed_hosts;
   /// WebSocket/browser Origin values accepted, e.g. "http://127.0.0.1:8000".
@@ -98,6 +101,7 @@ class Api {
   std::unique_ptr<WsExecution> ws_;
   std::unique_ptr<GraphRoutes> graphs_;
   std::unique_ptr<ModelFiles> models_;
+  std::unique_ptr<StaticFiles> web_;
   RouteTable routes_;
 };
 

@@ -142,18 +142,30 @@ Response GraphRoutes::examples_list() const {
   return Response::json(200, list);
 }
 
+std::optional<fs::path> example_folder(const fs::path& examples_dir, const std::string& path) {
+  // CodefyUI's checks: a relative path, no "..", and nothing outside the folder.
+  if (path.empty() || path.find("..") != std::string::npos || path.front() == '/' || path.front() == '\\')
+    throw std::invalid_argument("Invalid path");
+  const fs::path root = fs::weakly_canonical(examples_dir);
+  const fs::path file = fs::weakly_canonical(root / path / "graph.json");
+  const std::string root_text = root.string(), file_text = file.string();
+  if (file_text.compare(0, root_text.size(), root_text) != 0) throw std::invalid_argument("Invalid path");
+  if (examples_dir.empty() || !fs::is_regular_file(file)) return std::nullopt;
+  return file.parent_path();
+}
+
 Response GraphRoutes::example_load(const Request& r) const {
   const auto it = r.query.find("path");
   if (it == r.query.end()) return Response::error(422, "the query parameter \"path\" is required");
   const std::string& path = it->second;
-  if (path.empty() || path.find("..") != std::string::npos || path.front() == '/' || path.front() == '\\')
+  std::optional<fs::path> folder;
+  try {
+    folder = example_folder(examples_dir_, path);
+  } catch (const std::invalid_argument&) {
     return Response::error(400, "Invalid path");
-  const fs::path root = fs::weakly_canonical(examples_dir_);
-  const fs::path file = fs::weakly_canonical(root / path / "graph.json");
-  const std::string root_text = root.string(), file_text = file.string();
-  if (file_text.compare(0, root_text.size(), root_text) != 0) return Response::error(400, "Invalid path");
-  if (examples_dir_.empty() || !fs::is_regular_file(file)) return Response::error(404, "Example not found: " + path);
-  std::ifstream in(file);
+  }
+  if (!folder) return Response::error(404, "Example not found: " + path);
+  std::ifstream in(*folder / "graph.json");
   return Response::json(200, nlohmann::json::parse(in));
 }
 

@@ -6,6 +6,7 @@
 #include "server/routes.h"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace codefy {
@@ -18,6 +19,11 @@ namespace codefy::server {
 /// letter, digit, '-' or '_' becomes '_' (so no '.', '/', '\\': nothing can
 /// leave the graphs folder).
 std::string sanitize_name(const std::string& name);
+
+/// The folder of example `path` (as /api/examples/list names it) under
+/// `examples_dir`; nullopt when there is no such example. Throws
+/// std::invalid_argument for a path that is absolute, has "..", or leads out.
+std::optional<std::filesystem::path> example_folder(const std::filesystem::path& examples_dir, const std::string& path);
 
 /// The graph file and example routes.
 class GraphRoutes {

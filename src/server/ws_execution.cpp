@@ -5,6 +5,7 @@
 #include "device/catalogue.h"
 #include "engine/executor.h"
 #include "graph/graph.h"
+#include "server/graph_routes.h"
 #include "server/runs.h"
 
 #include <algorithm>
@@ -73,8 +74,12 @@ class EditorRun : public RunListener {
 }  // namespace
 
 WsExecution::WsExecution(Runs& runs, const NodeRegistry& registry, store::StoreLimits cache_limits,
-                         std::filesystem::path base_dir)
-    : runs_(runs), registry_(registry), cache_limits_(cache_limits), base_dir_(std::move(base_dir)) {}
+                         std::filesystem::path base_dir, std::filesystem::path examples_dir)
+    : runs_(runs),
+      registry_(registry),
+      cache_limits_(cache_limits),
+      base_dir_(std::move(base_dir)),
+      examples_dir_(std::move(examples_dir)) {}
 
 std::shared_ptr<Connection> WsExecution::open(std::function<void(std::string)> send) {
   auto c = std::make_shared<Connection>();
@@ -174,6 +179,17 @@ void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::
                                                              device::DeviceSource{"editor", "", "", "device"});
   run.device = choice.device.str();
   run.base_dir = base_dir_;
+  if (const auto example = msg.find("example"); example != msg.end() && example->is_string()) {
+    std::optional<std::filesystem::path> folder;
+    try {
+      folder = example_folder(examples_dir_, example->get<std::string>());
+    } catch (const std::invalid_argument&) {
+    }
+    if (!folder)
+      return c->send(
+          ws_text({{"type", "execution_error"}, {"error", "Example not found: " + example->get<std::string>()}}));
+    run.base_dir = *folder;
+  }
   run.cache = c->cache.get();
   run.keep_state = msg.value("weights_persistent", true);  // CodefyUI's default: modules carry over between runs
   run.state_scope = msg.value("graph_id", std::string());

@@ -38,9 +38,12 @@ struct Connection {
 /// The open editor connections and their protocol; runs go through Runs::start_run.
 class WsExecution {
  public:
-  /// `base_dir`: where relative paths in an editor's graph resolve (the graphs folder).
-  WsExecution(Runs& runs, const NodeRegistry& registry, store::StoreLimits cache_limits,
-              std::filesystem::path base_dir);
+  /// `base_dir`: where relative paths in an editor's graph resolve (the
+  /// graphs folder); a graph opened from an example (the execute message's
+  /// `example`, a path under `examples_dir`) resolves them in its folder,
+  /// as `codefy run` does.
+  WsExecution(Runs& runs, const NodeRegistry& registry, store::StoreLimits cache_limits, std::filesystem::path base_dir,
+              std::filesystem::path examples_dir = {});
 
   /// A new connection with an empty execution cache.
   std::shared_ptr<Connection> open(std::function<void(std::string)> send);
@@ -60,6 +63,7 @@ class WsExecution {
   const NodeRegistry& registry_;
   store::StoreLimits cache_limits_;
   std::filesystem::path base_dir_;
+  std::filesystem::path examples_dir_;
   mutable std::mutex mutex_;
   std::vector<std::weak_ptr<Connection>> connections_;  ///< for cache_health (guarded by mutex_)
 };

@@ -7,6 +7,7 @@
 #include "nodes/library.h"
 #include "server/api.h"
 #include "server/http_server.h"
+#include "util/text.h"
 
 #include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
@@ -33,6 +34,7 @@ struct Reply {
   int status = 0;
   nlohmann::json json;
   std::string body;
+  std::map<std::string, std::string> headers;  ///< names lower-case
 };
 
 class ServerFixture : public ::testing::Test {
@@ -49,6 +51,7 @@ class ServerFixture : public ::testing::Test {
                  {"cuda:0", {"cuda:0"}}};  // a second queue, so queue independence can be shown on a CPU machine
     o.max_upload_bytes = 256 << 10;
     o.stores = stores_;
+    o.web_dir = web_dir_;
     api_ = std::make_unique<Api>(o, nodes::builtin());
     ServerOptions so;
     so.host = "127.0.0.1";
@@ -95,6 +98,7 @@ class ServerFixture : public ::testing::Test {
     }
     r.status = parser.get().result_int();
     r.body = parser.get().body();
+    for (const auto& f : parser.get()) r.headers[util::lower(std::string(f.name_string()))] = std::string(f.value());
     r.json = nlohmann::json::parse(r.body, nullptr, false);
     stream.socket().shutdown(tcp::socket::shutdown_both, ec);
     return r;
@@ -140,6 +144,7 @@ class ServerFixture : public ::testing::Test {
   std::unique_ptr<Api> api_;
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
+  fs::path web_dir_;  ///< the built editor to serve; set before start()
 };
 
 inline nlohmann::json toy_graph(int epochs, int samples = 200) {

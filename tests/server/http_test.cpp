@@ -208,6 +208,27 @@ TEST_F(ServerFixture, ARestartKeepsSavedGraphsAndEmptiesTheStores) {
   EXPECT_TRUE(get("/api/runs").json["runs"].empty());
 }
 
+TEST_F(ServerFixture, AnExampleRunFromTheEditorReadsFilesBesideIt) {
+  // csv-mlp names "flowers.csv" relative to its own folder, as `codefy run` resolves it.
+  const Reply example = get("/api/examples/load?path=csv-mlp");
+  ASSERT_EQ(example.status, 200);
+  auto ws = open_ws();
+  nlohmann::json msg = example.json;
+  msg["action"] = "execute";
+  ws->send(msg);  // without saying which example: the graphs folder has no flowers.csv
+  auto messages = ws->until("execution_error");
+  EXPECT_NE(messages.back()["error"].get<std::string>().find("flowers.csv"), std::string::npos);
+
+  msg["example"] = "csv-mlp";
+  ws->send(msg);
+  messages = ws->until("execution_complete");
+  EXPECT_EQ(statuses(messages).at("data").back(), "completed");
+
+  msg["example"] = "../csv-mlp";
+  ws->send(msg);
+  EXPECT_EQ(ws->until("execution_error").back()["error"], "Example not found: ../csv-mlp");
+}
+
 TEST_F(ServerFixture, WebSocketRunsAGraphWithCodefyUIsMessages) {
   auto ws = open_ws();
   nlohmann::json msg = toy_graph(2);
