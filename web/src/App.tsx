@@ -1,0 +1,41 @@
+import { ReactFlowProvider } from '@xyflow/react';
+import { useEffect } from 'react';
+import { Canvas } from './canvas/Canvas';
+import { BottomPanel } from './panels/BottomPanel';
+import { FilesDialog } from './panels/FilesDialog';
+import { Palette } from './panels/Palette';
+import { SidePanel } from './panels/SidePanel';
+import { Toasts } from './panels/Toasts';
+import { Toolbar } from './panels/Toolbar';
+import { useEditor } from './store/editorStore';
+
+export function App() {
+  const init = useEditor((s) => s.init);
+  const filesOpen = useEditor((s) => s.filesOpen);
+  const bottomOpen = useEditor((s) => s.bottomOpen);
+  const name = useEditor((s) => s.meta.name);
+
+  useEffect(() => {
+    void init();
+  }, [init]);
+
+  useEffect(() => {
+    document.title = name ? `${name} — Codefy` : 'Codefy';
+  }, [name]);
+
+  return (
+    <ReactFlowProvider>
+      <div className={`app ${bottomOpen ? '' : 'bottom-closed'}`}>
+        <Toolbar />
+        <Palette />
+        <main className="canvas-area">
+          <Canvas />
+          <SidePanel />
+        </main>
+        <BottomPanel />
+        {filesOpen && <FilesDialog />}
+        <Toasts />
+      </div>
+    </ReactFlowProvider>
+  );
+}

@@ -1,0 +1,81 @@
+// Every HTTP route the editor uses. Components never call these: the store does.
+import { apiFetch } from './auth';
+import type {
+  DevicesResponse,
+  ExampleEntry,
+  GraphJson,
+  ModelFileEntry,
+  NodeDefinition,
+  SavedGraphEntry,
+  TypesResponse,
+  ValidateResponse,
+} from './types';
+
+/** An HTTP answer that was not 2xx, with the server's `detail` when it gave one. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly body: unknown,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+async function json<T>(res: Response): Promise<T> {
+  const text = await res.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    body = text;
+  }
+  if (!res.ok) {
+    const detail = (body as { detail?: unknown } | null)?.detail;
+    const message =
+      typeof detail === 'string' ? detail : typeof body === 'string' && body ? body : `HTTP ${res.status}`;
+    throw new ApiError(res.status, message, body);
+  }
+  return body as T;
+}
+
+const get = async <T>(url: string) => json<T>(await apiFetch(url));
+const post = async <T>(url: string, body: unknown) =>
+  json<T>(
+    await apiFetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    }),
+  );
+
+export const listNodes = () => get<NodeDefinition[]>('/api/nodes');
+export const listDevices = () => get<DevicesResponse>('/api/system/devices');
+export const listExamples = () => get<ExampleEntry[]>('/api/examples/list');
+export const loadExample = (path: string) =>
+  get<GraphJson>(`/api/examples/load?path=${encodeURIComponent(path)}`);
+export const listGraphs = () => get<SavedGraphEntry[]>('/api/graph/list');
+export const loadGraph = (name: string) => get<GraphJson>(`/api/graph/load/${encodeURIComponent(name)}`);
+export const listModels = () => get<ModelFileEntry[]>('/api/models');
+export const validateGraph = (graph: GraphJson) => post<ValidateResponse>('/api/graph/validate', graph);
+
+/** The type rules, or null when this server does not have GET /api/types yet. */
+export async function getTypes(): Promise<TypesResponse | null> {
+  const res = await apiFetch('/api/types');
+  if (res.status === 404) return null;
+  return json<TypesResponse>(res);
+}
+
+export interface SaveResult {
+  message: string;
+  path: string;
+  file: string;
+}
+
+/**
+ * Saves under the graph's name. With `overwrite: false` an existing file is
+ * refused with 409 ({detail: {error: "graph_exists", file, name}}).
+ */
+export const saveGraph = (graph: GraphJson, overwrite: boolean) =>
+  post<SaveResult>('/api/graph/save', overwrite ? graph : { ...graph, overwrite: false });

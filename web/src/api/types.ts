@@ -1,0 +1,180 @@
+// The server's shapes, as Codefy sends them (CodefyUI's names). Only what the
+// editor reads is typed; everything else passes through untouched.
+
+/** A port's type, CodefyUI's spelling ("TENSOR", "LOSS_FN", "TRIGGER"...). */
+export type DataType = string;
+
+export type ParamType = 'int' | 'float' | 'string' | 'bool' | 'select' | 'model_file' | 'data_file';
+
+export interface PortDefinition {
+  name: string;
+  data_type: DataType;
+  description: string;
+  optional: boolean;
+}
+
+export interface ParamDefinition {
+  name: string;
+  param_type: ParamType | string;
+  default: unknown;
+  description: string;
+  options: string[];
+  min_value: number | null;
+  max_value: number | null;
+  /** Folded under "Advanced" in the editor (absent = false). */
+  advanced?: boolean;
+}
+
+/** One entry of GET /api/nodes. */
+export interface NodeDefinition {
+  node_name: string;
+  category: string;
+  description: string;
+  inputs: PortDefinition[];
+  outputs: PortDefinition[];
+  params: ParamDefinition[];
+}
+
+/** One entry of GET /api/system/devices' `devices`. */
+export interface DeviceEntry {
+  device: string;
+  label: string;
+  value?: string;
+  detail?: string;
+  precisions?: string[];
+  free_bytes: number | null;
+  total_bytes: number | null;
+  available?: boolean;
+}
+
+export interface DevicesResponse {
+  default: string;
+  devices: DeviceEntry[];
+}
+
+/** One entry of GET /api/examples/list. */
+export interface ExampleEntry {
+  name: string;
+  description: string;
+  category: string;
+  path: string;
+  source?: string;
+  node_count: number;
+  edge_count: number;
+}
+
+/** One entry of GET /api/graph/list. */
+export interface SavedGraphEntry {
+  name: string;
+  file: string;
+  modified: number;
+}
+
+/** One entry of GET /api/models. */
+export interface ModelFileEntry {
+  filename: string;
+  size: number;
+}
+
+/** GET /api/types: the data types and which output type may feed which input type. */
+export interface TypesResponse {
+  data_types: DataType[];
+  compatible: Record<DataType, DataType[]>;
+}
+
+/** One problem of POST /api/graph/validate's `issues`. */
+export interface ValidationIssue {
+  graph?: string;
+  node_id: string;
+  node_type?: string;
+  /** `param "epochs"`, `input "model"`, `edge e3`, or empty. */
+  field: string;
+  message: string;
+}
+
+export interface ValidateResponse {
+  valid: boolean;
+  errors: string[];
+  issues?: ValidationIssue[];
+}
+
+// ── graph.json (CodefyUI's file) ─────────────────────────────────────────────
+
+export interface GraphJsonNode {
+  id: string;
+  type: string;
+  position?: { x: number; y: number };
+  data?: { params?: Record<string, unknown>; internalParams?: unknown; [key: string]: unknown };
+  [key: string]: unknown;
+}
+
+export interface GraphJsonEdge {
+  id?: string;
+  source: string;
+  target: string;
+  sourceHandle?: string | null;
+  targetHandle?: string | null;
+  type?: 'data' | 'trigger' | string;
+  [key: string]: unknown;
+}
+
+export interface GraphJson {
+  name?: string;
+  description?: string;
+  nodes: GraphJsonNode[];
+  edges: GraphJsonEdge[];
+  [key: string]: unknown;
+}
+
+// ── WebSocket /ws/execution ──────────────────────────────────────────────────
+
+/** TrainingLoop's progress frames (src/train/trainer.cpp). */
+export interface ProgressEvent {
+  event: 'config' | 'batch' | 'epoch' | string;
+  epoch?: number;
+  total_epochs?: number;
+  batch?: number;
+  total_batches?: number;
+  step?: number;
+  loss?: number;
+  val_loss?: number;
+  lr?: number;
+  samples_per_s?: number;
+  seconds?: number;
+  grad_norm?: number;
+  config?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export type NodeRunStatus = 'running' | 'completed' | 'cached' | 'error' | 'skipped';
+
+export type ServerMessage =
+  | { type: 'execution_start'; run_id?: string }
+  | { type: 'execution_complete' }
+  | { type: 'execution_error'; error: string }
+  | { type: 'execution_stopped' }
+  | { type: 'cache_cleared' }
+  | { type: 'warning'; node_id: string | null; message: string }
+  | { type: 'error'; error: string }
+  | {
+      type: 'node_status';
+      node_id: string;
+      status: NodeRunStatus | 'progress' | 'log' | string;
+      error?: string;
+      progress?: ProgressEvent;
+      log?: string;
+      output_summary?: unknown;
+    };
+
+/** What the editor sends on Run (CodefyUI's execute message, the fields Codefy reads). */
+export interface ExecuteMessage extends GraphJson {
+  action: 'execute';
+  graph_id: string;
+  device: string;
+  run_id: string;
+  changed_nodes?: string[];
+  record_outputs: boolean;
+  weights_persistent: boolean;
+  /** The example the graph was opened from (Codefy's field): relative file paths resolve in its folder. */
+  example?: string;
+}

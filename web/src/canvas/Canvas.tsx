@@ -1,0 +1,142 @@
+import {
+  Background,
+  BackgroundVariant,
+  Controls,
+  ReactFlow,
+  useNodesInitialized,
+  useReactFlow,
+  type Edge,
+  type IsValidConnection,
+  type OnConnectEnd,
+} from '@xyflow/react';
+import { useCallback, useEffect, useRef, type DragEvent } from 'react';
+import { DATA_EDGE, NODE_COMPONENT, TRIGGER_EDGE, type CodefyEdge, type CodefyNode } from '../graph/graphJson';
+import { t } from '../i18n';
+import { GenericNode } from '../nodes/GenericNode';
+import { useEditor } from '../store/editorStore';
+import { CheckedConnectionLine } from './ConnectionLine';
+import { connectionOf } from './connectionOf';
+import { TriggerEdge, TypedEdge } from './edges';
+
+import { PALETTE_MIME } from './dnd';
+
+/** Width the floating side panel takes from the canvas, with its margins (styles/app.css). */
+const SIDE_PANEL_SPACE = 340;
+
+const nodeTypes = { [NODE_COMPONENT]: GenericNode };
+const edgeTypes = { [DATA_EDGE]: TypedEdge, [TRIGGER_EDGE]: TriggerEdge };
+
+export function Canvas() {
+  const nodes = useEditor((s) => s.nodes);
+  const edges = useEditor((s) => s.edges);
+  const theme = useEditor((s) => s.theme);
+  const fitRequest = useEditor((s) => s.fitRequest);
+  const onNodesChange = useEditor((s) => s.onNodesChange);
+  const onEdgesChange = useEditor((s) => s.onEdgesChange);
+  const connect = useEditor((s) => s.connect);
+  const selectedId = useEditor((s) => s.selectedId);
+  const { screenToFlowPosition, fitView, getNodes, getInternalNode, getViewport, setViewport } = useReactFlow<
+    CodefyNode,
+    CodefyEdge
+  >();
+  const wrapper = useRef<HTMLDivElement>(null);
+  const initialized = useNodesInitialized();
+  const fitted = useRef(0);
+
+  // Fit a newly opened (or laid out) graph once all its nodes have been measured.
+  useEffect(() => {
+    if (!initialized || fitted.current === fitRequest) return;
+    const all = getNodes();
+    if (all.length === 0 || !all.every((n) => n.measured?.width && n.measured?.height)) return;
+    const id = requestAnimationFrame(() => {
+      fitted.current = fitRequest;
+      void fitView({ padding: 0.08, maxZoom: 1, duration: 0 });
+    });
+    return () => cancelAnimationFrame(id);
+  }, [initialized, fitRequest, fitView, getNodes, nodes]);
+
+  // The side panel floats over the canvas's right side: a node selected under it is moved into view
+  // (once per selection, as soon as the node has been measured).
+  const revealed = useRef<string | null>(null);
+  useEffect(() => {
+    const el = wrapper.current;
+    const n = selectedId ? getInternalNode(selectedId) : undefined;
+    if (!selectedId) revealed.current = null;
+    if (!el || !n || n.dragging || !n.measured.width || revealed.current === selectedId) return;
+    revealed.current = selectedId;
+    const vp = getViewport();
+    const left = vp.x + n.internals.positionAbsolute.x * vp.zoom;
+    const right = left + n.measured.width * vp.zoom;
+    const limit = el.clientWidth - SIDE_PANEL_SPACE;
+    const dx = Math.min(right - limit, Math.max(left - 16, 0));
+    if (dx > 0) void setViewport({ ...vp, x: vp.x - dx }, { duration: 200 });
+  }, [selectedId, initialized, nodes, getInternalNode, getViewport, setViewport]);
+
+  const isValidConnection: IsValidConnection<Edge> = useCallback(
+    (c) =>
+      useEditor.getState().checkConnection({
+        source: c.source,
+        target: c.target,
+        sourceHandle: c.sourceHandle ?? null,
+        targetHandle: c.targetHandle ?? null,
+      }).ok,
+    [],
+  );
+
+  // A wire dropped on a handle that refuses it: say why (onConnect only hears valid ones).
+  const onConnectEnd: OnConnectEnd = useCallback((_event, state) => {
+    if (state.isValid !== false) return;
+    const c = connectionOf(state);
+    if (!c) return;
+    const verdict = useEditor.getState().checkConnection(c);
+    if (!verdict.ok) {
+      useEditor.getState().toast('warning', verdict.reason);
+      useEditor.getState().say('warning', verdict.reason, { nodeId: c.target });
+    }
+  }, []);
+
+  const onDragOver = useCallback((e: DragEvent) => {
+    if (!e.dataTransfer.types.includes(PALETTE_MIME)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = 'copy';
+  }, []);
+
+  const onDrop = useCallback(
+    (e: DragEvent) => {
+      const type = e.dataTransfer.getData(PALETTE_MIME);
+      if (!type) return;
+      e.preventDefault();
+      const p = screenToFlowPosition({ x: e.clientX, y: e.clientY });
+      useEditor.getState().addNode(type, { x: Math.round(p.x - 40), y: Math.round(p.y - 16) });
+    },
+    [screenToFlowPosition],
+  );
+
+  return (
+    <div className="canvas" data-testid="canvas" ref={wrapper} onDragOver={onDragOver} onDrop={onDrop}>
+      <ReactFlow<CodefyNode, CodefyEdge>
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
+        onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
+        onConnect={connect}
+        onConnectEnd={onConnectEnd}
+        isValidConnection={isValidConnection}
+        connectionLineComponent={CheckedConnectionLine}
+        colorMode={theme}
+        minZoom={0.15}
+        maxZoom={2}
+        deleteKeyCode={['Backspace', 'Delete']}
+        selectNodesOnDrag={false}
+        fitView
+        fitViewOptions={{ padding: 0.08, maxZoom: 1 }}
+      >
+        <Background variant={BackgroundVariant.Dots} gap={20} size={1} />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+      {nodes.length === 0 && <div className="canvas-empty">{t('canvas.empty')}</div>}
+    </div>
+  );
+}

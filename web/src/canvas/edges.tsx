@@ -1,0 +1,45 @@
+import { BaseEdge, getBezierPath, type EdgeProps } from '@xyflow/react';
+import { memo } from 'react';
+import type { CodefyEdge } from '../graph/graphJson';
+import { outputPort } from '../graph/ports';
+import { typeColorVar } from '../graph/typeRules';
+import { nodeShape, useEditor } from '../store/editorStore';
+
+/** The data type leaving `source` at `handle` ('ANY' when unknown). */
+function useSourceType(source: string, handle: string | null | undefined): string {
+  return useEditor((s) => {
+    const node = s.nodes.find((n) => n.id === source);
+    if (!node) return 'ANY';
+    return outputPort(nodeShape(s, node), handle)?.data_type ?? 'ANY';
+  });
+}
+
+/** A data wire, coloured by the type it carries. */
+export const TypedEdge = memo(function TypedEdge(props: EdgeProps<CodefyEdge>) {
+  const type = useSourceType(props.source, props.sourceHandleId);
+  const [path] = getBezierPath(props);
+  return (
+    <BaseEdge
+      id={props.id}
+      path={path}
+      markerEnd={props.markerEnd}
+      interactionWidth={16}
+      className={`edge-data${props.selected ? ' selected' : ''}`}
+      style={{ stroke: typeColorVar(type), strokeWidth: props.selected ? 3 : 2 }}
+    />
+  );
+});
+
+/** A trigger wire (Start's trigger onto the node it starts): dashed. */
+export const TriggerEdge = memo(function TriggerEdge(props: EdgeProps<CodefyEdge>) {
+  const [path] = getBezierPath(props);
+  return (
+    <BaseEdge
+      id={props.id}
+      path={path}
+      interactionWidth={16}
+      className={`edge-trigger${props.selected ? ' selected' : ''}`}
+      style={{ stroke: typeColorVar('TRIGGER'), strokeWidth: props.selected ? 2.5 : 1.5, strokeDasharray: '6 4' }}
+    />
+  );
+});

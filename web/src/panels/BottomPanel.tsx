@@ -1,0 +1,25 @@
+import { LossChart } from '../charts/LossChart';
+import { t } from '../i18n';
+import { useEditor } from '../store/editorStore';
+import { Messages } from './Messages';
+
+export function BottomPanel() {
+  const open = useEditor((s) => s.bottomOpen);
+  const setOpen = useEditor((s) => s.setBottomOpen);
+  return (
+    <section className={`bottom-panel${open ? '' : ' closed'}`} aria-label={t('bottom.label')}>
+      <button
+        type="button"
+        className="bottom-toggle"
+        data-testid="bottom-toggle"
+        aria-expanded={open}
+        onClick={() => setOpen(!open)}
+        title={open ? t('bottom.hide') : t('bottom.show')}
+      >
+        {open ? '▾' : '▴'}
+      </button>
+      <Messages />
+      <LossChart />
+    </section>
+  );
+}

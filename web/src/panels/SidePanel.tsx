@@ -1,0 +1,117 @@
+import { useMemo, useState } from 'react';
+import type { ParamDefinition } from '../api/types';
+import { effectiveValue } from '../graph/params';
+import { typeColorVar } from '../graph/typeRules';
+import { t } from '../i18n';
+import { ParamField } from '../nodes/ParamField';
+import { nodeShape, useEditor } from '../store/editorStore';
+import { MessageText } from './MessageText';
+
+/** The selected node's params (all of them, long texts included), problems and ports, over the canvas's right side. */
+export function SidePanel() {
+  const selectedId = useEditor((s) => s.selectedId);
+  const node = useEditor((s) => (s.selectedId ? s.nodes.find((n) => n.id === s.selectedId) : undefined));
+  const def = useEditor((s) => (node ? s.defs[node.data.nodeType] : undefined));
+  const edges = useEditor((s) => s.edges);
+  const defs = useEditor((s) => s.defs);
+  const issues = useEditor((s) => (selectedId ? s.run.issues[selectedId] : undefined));
+  const status = useEditor((s) => (selectedId ? (s.run.statuses[selectedId] ?? 'idle') : 'idle'));
+  const devices = useEditor((s) => s.devices);
+  const models = useEditor((s) => s.models);
+  const [advancedOpen, setAdvancedOpen] = useState(false);
+  const shape = useMemo(() => (node ? nodeShape({ defs, edges }, node) : null), [node, defs, edges]);
+  const a = useEditor.getState();
+
+  if (!node || !shape) return null;
+
+  const field = (p: ParamDefinition) => (
+    <ParamField
+      key={`${node.id}:${p.name}`}
+      def={p}
+      value={effectiveValue(p, node.data.params)}
+      onChange={(v) => a.setParam(node.id, p.name, v)}
+      testId={`panel-param-${node.id}-${p.name}`}
+      issue={issues?.find((i) => i.param === p.name)?.message}
+      devices={devices}
+      models={models}
+      onInvalid={(e) => a.setDraftError(node.id, p.name, e)}
+    />
+  );
+  const basic = shape.params.filter((p) => !p.advanced);
+  const advanced = shape.params.filter((p) => p.advanced);
+
+  return (
+    <aside className="side-panel" data-testid="side-panel" aria-label={t('side.label')}>
+      <button
+        type="button"
+        className="icon side-panel-close"
+        onClick={() => a.select(null)}
+        aria-label={t('side.close')}
+        title={t('side.close')}
+      >
+        ×
+      </button>
+      <h2>
+        {node.data.nodeType} <span className="muted id">{node.id}</span>
+      </h2>
+      <p className={`status-line status-${status}`}>{t(`status.${status}`)}</p>
+      {def?.description ? <p className="muted">{def.description}</p> : null}
+      {!shape.known && <p className="muted">{t('node.unknownType')}</p>}
+
+      {issues && issues.length > 0 && (
+        <section className="side-issues" role="alert">
+          <h3>{t('side.problems')}</h3>
+          {issues.map((i, k) => (
+            <div key={k} className="side-issue">
+              {i.param && <strong>{i.param}: </strong>}
+              {i.port && <strong>{i.port}: </strong>}
+              <MessageText text={i.message} />
+            </div>
+          ))}
+        </section>
+      )}
+
+      {shape.params.length > 0 && (
+        <section className="side-params">
+          <h3>{t('side.params')}</h3>
+          {basic.map(field)}
+          {advanced.length > 0 && (
+            <>
+              <button
+                type="button"
+                className="advanced-toggle"
+                aria-expanded={advancedOpen}
+                data-testid={`panel-advanced-${node.id}`}
+                onClick={() => setAdvancedOpen((o) => !o)}
+              >
+                {advancedOpen ? '▾' : '▸'} {t('node.advanced', { count: advanced.length })}
+              </button>
+              {advancedOpen && advanced.map(field)}
+            </>
+          )}
+        </section>
+      )}
+
+      <section className="side-ports">
+        <h3>{t('side.ports')}</h3>
+        <ul>
+          {shape.inputs.map((p) => (
+            <li key={`in:${p.name}`}>
+              <span className="swatch" style={{ background: typeColorVar(p.data_type) }} />← {p.name}{' '}
+              <span className="muted">
+                {p.data_type}
+                {p.optional ? `, ${t('node.optional')}` : ''}
+              </span>
+            </li>
+          ))}
+          {shape.outputs.map((p) => (
+            <li key={`out:${p.name}`}>
+              <span className="swatch" style={{ background: typeColorVar(p.data_type) }} />→ {p.name}{' '}
+              <span className="muted">{p.data_type}</span>
+            </li>
+          ))}
+        </ul>
+      </section>
+    </aside>
+  );
+}

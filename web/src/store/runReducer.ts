@@ -1,0 +1,271 @@
+// What the WebSocket's messages do to a run's state: node statuses, training
+// progress and loss series, errors on nodes, and the lines the messages
+// panel shows. Pure, so every message kind is tested without a socket.
+import type { ProgressEvent, ServerMessage } from '../api/types';
+import { firstLine, issuesFromText, type NodeIssue } from '../graph/issues';
+import { t } from '../i18n';
+
+export type NodeStatus = 'idle' | 'running' | 'completed' | 'cached' | 'error' | 'skipped';
+export const NODE_STATUSES: readonly NodeStatus[] = ['idle', 'running', 'completed', 'cached', 'error', 'skipped'];
+
+export type RunPhase = 'idle' | 'starting' | 'running' | 'stopping';
+export type RunOutcome = 'completed' | 'error' | 'stopped' | null;
+
+/** TrainingLoop's latest progress, as its node shows it. */
+export interface TrainingProgress {
+  epoch: number;
+  totalEpochs: number;
+  batch: number;
+  totalBatches: number;
+  step: number;
+  samplesPerS: number | null;
+  loss: number | null;
+  valLoss: number | null;
+  lr: number | null;
+  /** 0..1 over the whole run (epochs and batches). */
+  fraction: number;
+}
+
+/** One TrainingLoop's losses: per update (x = step) and per epoch (x = step at the epoch's end). */
+export interface LossSeries {
+  batchStep: number[];
+  batchLoss: number[];
+  epochStep: number[];
+  epoch: number[];
+  epochLoss: number[];
+  valLoss: (number | null)[];
+}
+
+export interface RunState {
+  phase: RunPhase;
+  outcome: RunOutcome;
+  runId: string | null;
+  statuses: Record<string, NodeStatus>;
+  progress: Record<string, TrainingProgress>;
+  loss: Record<string, LossSeries>;
+  /** The TrainingLoop that sent the latest loss. */
+  lossNode: string | null;
+  /** Problems marked on nodes: validation issues, node errors. */
+  issues: Record<string, NodeIssue[]>;
+}
+
+export type MessageLevel = 'info' | 'warning' | 'error';
+
+export interface NewMessage {
+  level: MessageLevel;
+  text: string;
+  nodeId?: string;
+  param?: string;
+}
+
+export const idleRun = (): RunState => ({
+  phase: 'idle',
+  outcome: null,
+  runId: null,
+  statuses: {},
+  progress: {},
+  loss: {},
+  lossNode: null,
+  issues: {},
+});
+
+/** The state as a new run starts: every node idle, nothing marked, no losses. */
+export function startRun(runId: string): RunState {
+  return { ...idleRun(), phase: 'starting', runId };
+}
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+export function emptySeries(): LossSeries {
+  return { batchStep: [], batchLoss: [], epochStep: [], epoch: [], epochLoss: [], valLoss: [] };
+}
+
+/** A progress frame folded into the node's progress. */
+export function reduceProgress(prev: TrainingProgress | undefined, e: ProgressEvent): TrainingProgress {
+  const p: TrainingProgress = prev
+    ? { ...prev }
+    : { epoch: 0, totalEpochs: 0, batch: 0, totalBatches: 0, step: 0, samplesPerS: null, loss: null, valLoss: null, lr: null, fraction: 0 };
+  if (e.event === 'config') {
+    const c = e.config ?? {};
+    p.totalEpochs = num(c.epochs) ?? p.totalEpochs;
+    p.totalBatches = num(c.batches_per_epoch) ?? p.totalBatches;
+    p.lr = num(c.lr) ?? p.lr;
+  } else if (e.event === 'batch') {
+    p.epoch = num(e.epoch) ?? p.epoch;
+    p.totalEpochs = num(e.total_epochs) ?? p.totalEpochs;
+    p.batch = num(e.batch) ?? p.batch;
+    p.totalBatches = num(e.total_batches) ?? p.totalBatches;
+    p.step = num(e.step) ?? p.step;
+    p.loss = num(e.loss) ?? p.loss;
+    p.lr = num(e.lr) ?? p.lr;
+    p.samplesPerS = num(e.samples_per_s) ?? p.samplesPerS;
+  } else if (e.event === 'epoch') {
+    p.epoch = num(e.epoch) ?? p.epoch;
+    p.totalEpochs = num(e.total_epochs) ?? p.totalEpochs;
+    p.batch = p.totalBatches || p.batch;
+    p.step = num(e.step) ?? p.step;
+    p.loss = num(e.loss) ?? p.loss;
+    p.valLoss = num(e.val_loss) ?? p.valLoss;
+    p.lr = num(e.lr) ?? p.lr;
+  }
+  if (p.totalEpochs > 0) {
+    const inEpoch = p.totalBatches > 0 ? Math.min(p.batch / p.totalBatches, 1) : e.event === 'epoch' ? 1 : 0;
+    const done = e.event === 'epoch' ? p.epoch : Math.max(p.epoch - 1, 0) + inEpoch;
+    p.fraction = Math.max(0, Math.min(1, done / p.totalEpochs));
+  }
+  return p;
+}
+
+/** A progress frame folded into the node's loss series; the same series back when it carries no loss. */
+export function reduceLoss(prev: LossSeries | undefined, e: ProgressEvent): LossSeries | undefined {
+  const loss = num(e.loss);
+  const step = num(e.step);
+  if (loss === null || step === null || (e.event !== 'batch' && e.event !== 'epoch')) return prev;
+  const s = prev ?? emptySeries();
+  if (e.event === 'batch')
+    return { ...s, batchStep: [...s.batchStep, step], batchLoss: [...s.batchLoss, loss] };
+  return {
+    ...s,
+    epochStep: [...s.epochStep, step],
+    epoch: [...s.epoch, num(e.epoch) ?? s.epoch.length + 1],
+    epochLoss: [...s.epochLoss, loss],
+    valLoss: [...s.valLoss, num(e.val_loss)],
+  };
+}
+
+function addIssue(issues: Record<string, NodeIssue[]>, issue: NodeIssue): Record<string, NodeIssue[]> {
+  const list = issues[issue.nodeId] ?? [];
+  const same = list.findIndex((i) => i.message === issue.message || (issue.param && !i.param && issue.message.endsWith(i.message)));
+  if (same >= 0) {
+    // A later, fuller report of the same problem (it names the param): keep the fuller one.
+    const merged = { ...list[same]!, ...issue };
+    return { ...issues, [issue.nodeId]: list.map((x, k) => (k === same ? merged : x)) };
+  }
+  return { ...issues, [issue.nodeId]: [...list, issue] };
+}
+
+/** Marks validation issues on their nodes (and params), replacing earlier marks. */
+export function markIssues(state: RunState, found: readonly NodeIssue[]): RunState {
+  let issues: Record<string, NodeIssue[]> = {};
+  for (const i of found) issues = addIssue(issues, i);
+  return { ...state, issues };
+}
+
+const STOPPED = 'stopped';
+
+/** One server message applied: the next state and the messages it adds to the panel. */
+export function reduceRun(state: RunState, msg: ServerMessage): { state: RunState; messages: NewMessage[] } {
+  switch (msg.type) {
+    case 'execution_start':
+      return {
+        state: { ...state, phase: 'running', runId: msg.run_id ?? state.runId },
+        messages: [{ level: 'info', text: t('run.started') }],
+      };
+    case 'node_status': {
+      const id = msg.node_id;
+      if (msg.status === 'progress') {
+        const e = msg.progress;
+        if (!e) return { state, messages: [] };
+        const loss = reduceLoss(state.loss[id], e);
+        const next: RunState = {
+          ...state,
+          progress: { ...state.progress, [id]: reduceProgress(state.progress[id], e) },
+        };
+        if (loss !== state.loss[id] && loss) {
+          next.loss = { ...state.loss, [id]: loss };
+          next.lossNode = id;
+        }
+        const messages: NewMessage[] = [];
+        if (e.event === 'epoch')
+          messages.push({
+            level: 'info',
+            nodeId: id,
+            text: t('run.epochLine', {
+              epoch: e.epoch ?? '?',
+              total: e.total_epochs ?? '?',
+              loss: num(e.loss)?.toPrecision(4) ?? '?',
+              val: num(e.val_loss) !== null ? t('run.valPart', { val: num(e.val_loss)!.toPrecision(4) }) : '',
+            }),
+          });
+        return { state: next, messages };
+      }
+      if (msg.status === 'log')
+        return { state, messages: msg.log ? [{ level: 'info', nodeId: id, text: msg.log }] : [] };
+      if (msg.status === 'error') {
+        const text = msg.error ?? '';
+        if (text === STOPPED)
+          // The node Stop interrupted: not a failure of the node.
+          return {
+            state: { ...state, statuses: { ...state.statuses, [id]: 'skipped' } },
+            messages: [{ level: 'info', nodeId: id, text: t('run.nodeStopped', { node: id }) }],
+          };
+        const named = issuesFromText(text).find((i) => i.nodeId === id);
+        const issue: NodeIssue = { nodeId: id, message: text, ...(named?.param ? { param: named.param } : {}) };
+        return {
+          state: { ...state, statuses: { ...state.statuses, [id]: 'error' }, issues: addIssue(state.issues, issue) },
+          messages: [{ level: 'error', nodeId: id, text, ...(issue.param ? { param: issue.param } : {}) }],
+        };
+      }
+      if (msg.status === 'running' || msg.status === 'completed' || msg.status === 'cached' || msg.status === 'skipped')
+        return { state: { ...state, statuses: { ...state.statuses, [id]: msg.status } }, messages: [] };
+      return { state, messages: [] };
+    }
+    case 'warning':
+      return {
+        state,
+        messages: [{ level: 'warning', text: msg.message, ...(msg.node_id ? { nodeId: msg.node_id } : {}) }],
+      };
+    case 'execution_complete':
+      return {
+        state: { ...state, phase: 'idle', outcome: 'completed', statuses: settleRunning(state.statuses) },
+        messages: [{ level: 'info', text: t('run.completed') }],
+      };
+    case 'execution_stopped':
+      return {
+        state: { ...state, phase: 'idle', outcome: 'stopped', statuses: settleRunning(state.statuses) },
+        messages: [{ level: 'info', text: t('run.stopped') }],
+      };
+    case 'execution_error': {
+      const text = msg.error ?? '';
+      let issues = state.issues;
+      const named = issuesFromText(text);
+      for (const i of named) issues = addIssue(issues, i);
+      const statuses = { ...settleRunning(state.statuses) };
+      for (const i of named) if (statuses[i.nodeId] !== 'error') statuses[i.nodeId] = 'error';
+      // A node's own error already said this in full: the run's line only says the run failed.
+      const said = (nodeId: string, message: string) => state.issues[nodeId]?.some((i) => i.message === message) ?? false;
+      const alreadySaid =
+        named.length > 0
+          ? named.every((n) => said(n.nodeId, n.message))
+          : Object.values(state.issues).some((list) => list.some((i) => i.message === text));
+      const first = named[0];
+      const messages: NewMessage[] = alreadySaid
+        ? [{ level: 'error', text: t('run.failed') }]
+        : [
+            {
+              level: 'error',
+              text,
+              ...(named.length === 1 && first ? { nodeId: first.nodeId, ...(first.param ? { param: first.param } : {}) } : {}),
+            },
+          ];
+      return { state: { ...state, phase: 'idle', outcome: 'error', statuses, issues }, messages };
+    }
+    case 'error':
+      return { state, messages: [{ level: 'error', text: msg.error }] };
+    default:
+      return { state, messages: [] };
+  }
+}
+
+/** Nodes still marked running when a run ends went no further. */
+function settleRunning(statuses: Record<string, NodeStatus>): Record<string, NodeStatus> {
+  const out: Record<string, NodeStatus> = {};
+  for (const [id, s] of Object.entries(statuses)) out[id] = s === 'running' ? 'skipped' : s;
+  return out;
+}
+
+/** A short line for a node's error badge. */
+export function issueHeadline(issues: readonly NodeIssue[] | undefined): string | null {
+  const first = issues?.[0];
+  return first ? firstLine(first.message) : null;
+}

@@ -1,0 +1,28 @@
+// The page's address names the open graph: /?example=<path> or /?graph=<name>.
+
+export type GraphSource =
+  | { kind: 'example'; path: string }
+  | { kind: 'saved'; name: string }
+  | { kind: 'file'; filename: string }
+  | { kind: 'new' };
+
+/** What the address asks to open; `new` when it names nothing. */
+export function sourceFromSearch(search: string): GraphSource {
+  const q = new URLSearchParams(search);
+  const example = q.get('example');
+  if (example) return { kind: 'example', path: example };
+  const graph = q.get('graph');
+  if (graph) return { kind: 'saved', name: graph };
+  return { kind: 'new' };
+}
+
+/** The search part that names `source` (other query keys kept); '' for a graph with no address. */
+export function searchFor(source: GraphSource, current = ''): string {
+  const q = new URLSearchParams(current);
+  q.delete('example');
+  q.delete('graph');
+  if (source.kind === 'example') q.set('example', source.path);
+  if (source.kind === 'saved') q.set('graph', source.name);
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { lossColumns } from '../src/charts/lossData';
+import { anyOverlap, estimateSize, NODE_WIDTH } from '../src/graph/geometry';
+import { graphToFlow } from '../src/graph/graphJson';
+import { layoutPositions } from '../src/graph/layout';
+import { shapeOf } from '../src/graph/ports';
+import { deviceOptionLabel, fileNameFor } from '../src/panels/Toolbar';
+import { groupDefinitions } from '../src/panels/Palette';
+import { searchFor, sourceFromSearch } from '../src/store/url';
+import { defsByName, exampleGraphs, nodeDefs } from './helpers';
+
+describe('layout', () => {
+  const sizes = (json: unknown) => {
+    const f = graphToFlow(json);
+    const ends = f.edges.map((e) => ({ ...e, kind: e.data!.kind }));
+    return {
+      f,
+      nodes: f.nodes.map((n) => ({ id: n.id, size: estimateSize(shapeOf(n.id, n.data.nodeType, defsByName[n.data.nodeType], n.data.params, ends)) })),
+    };
+  };
+
+  it('the fashion-mnist example’s own positions overlap at the drawn size, so it is laid out on opening', () => {
+    const [, json] = exampleGraphs().find(([p]) => p === 'examples/fashion-mnist/graph.json')!;
+    const { f, nodes } = sizes(json);
+    expect(anyOverlap(f.nodes.map((n, i) => ({ id: n.id, ...n.position, ...nodes[i]!.size })))).toBe(true);
+  });
+
+  it.each(exampleGraphs())('%s laid out: no overlaps, every wire runs left to right', (_p, json) => {
+    const { f, nodes } = sizes(json);
+    const placed = layoutPositions(nodes, f.edges);
+    const boxes = nodes.map((n) => ({ id: n.id, ...placed.get(n.id)!, ...n.size }));
+    expect(anyOverlap(boxes, 0)).toBe(false);
+    for (const e of f.edges) expect(placed.get(e.source)!.x).toBeLessThan(placed.get(e.target)!.x);
+  });
+
+  it('sizes grow with ports and params, not with folded advanced ones', () => {
+    const train = estimateSize(shapeOf('t', 'TrainingLoop', defsByName.TrainingLoop, {}, []));
+    const start = estimateSize(shapeOf('s', 'Start', defsByName.Start, {}, []));
+    expect(train.width).toBe(NODE_WIDTH);
+    expect(train.height).toBeGreaterThan(start.height + 200);
+  });
+});
+
+describe('loss chart columns', () => {
+  it('align updates and epochs on the step axis and count what is drawn', () => {
+    const c = lossColumns({ batchStep: [2, 4], batchLoss: [3, 2], epochStep: [4, 8], epoch: [1, 2], epochLoss: [2.5, 1.5], valLoss: [2.6, null] });
+    expect(c).toEqual({ x: [2, 4, 8], batch: [3, 2, null], epoch: [null, 2.5, 1.5], val: [null, 2.6, null], points: 5 });
+    expect(lossColumns(undefined).points).toBe(0);
+  });
+});
+
+describe('the address', () => {
+  it('names an example or a saved graph', () => {
+    expect(sourceFromSearch('?example=fashion-mnist')).toEqual({ kind: 'example', path: 'fashion-mnist' });
+    expect(sourceFromSearch('?graph=My%20graph')).toEqual({ kind: 'saved', name: 'My graph' });
+    expect(sourceFromSearch('')).toEqual({ kind: 'new' });
+    expect(searchFor({ kind: 'example', path: 'a/b' }, '?graph=x&debug=1')).toBe('?debug=1&example=a%2Fb');
+    expect(sourceFromSearch(searchFor({ kind: 'example', path: 'a/b' }))).toEqual({ kind: 'example', path: 'a/b' });
+    expect(searchFor({ kind: 'file', filename: 'g.json' }, '?example=x')).toBe('');
+  });
+});
+
+describe('palette and toolbar helpers', () => {
+  it('groups by category in the server’s order and searches names, categories and descriptions', () => {
+    const groups = groupDefinitions(nodeDefs, '');
+    expect(groups.map(([c]) => c)).toEqual(['Control', 'Data', 'IO', 'Training', 'Utility']);
+    expect(groupDefinitions(nodeDefs, 'loader').flatMap(([, l]) => l.map((d) => d.node_name))).toEqual(
+      expect.arrayContaining(['DataLoader', 'CheckpointLoader', 'ModelLoader']),
+    );
+    expect(groupDefinitions(nodeDefs, 'zzz')).toEqual([]);
+  });
+
+  it('a device line shows its memory unless its label already does', () => {
+    expect(deviceOptionLabel({ device: 'cpu', label: 'CPU', free_bytes: 2 * 1024 ** 3, total_bytes: 8 * 1024 ** 3 })).toBe('CPU · 2.0/8.0 GiB free');
+    expect(deviceOptionLabel({ device: 'cuda', label: 'NVIDIA CUDA · 70.1/79.6 GiB', free_bytes: 1, total_bytes: 2 })).toBe('NVIDIA CUDA · 70.1/79.6 GiB');
+    expect(deviceOptionLabel({ device: 'mps', label: 'Apple MPS', free_bytes: null, total_bytes: null })).toBe('Apple MPS');
+  });
+
+  it('an exported file is named after the graph', () => {
+    expect(fileNameFor('Fashion-MNIST CNN')).toBe('Fashion-MNIST_CNN.json');
+    expect(fileNameFor('  ')).toBe('graph.json');
+    expect(fileNameFor('訓練 圖')).toBe('訓練_圖.json');
+  });
+});

@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import type { ServerMessage } from '../src/api/types';
+import { idleRun, markIssues, reduceLoss, reduceProgress, reduceRun, startRun, type RunState } from '../src/store/runReducer';
+
+const apply = (messages: ServerMessage[], from: RunState = startRun('r1')) => {
+  let state = from;
+  const said: { level: string; text: string; nodeId?: string; param?: string }[] = [];
+  for (const m of messages) {
+    const r = reduceRun(state, m);
+    state = r.state;
+    said.push(...r.messages);
+  }
+  return { state, said };
+};
+
+const OOM = `Node TrainingLoop (train) ran out of memory on cpu.
+
+What to try, cheapest first:
+  - reduce batch_size on the DataLoader node loader (now 3000)
+  - set TrainingLoop's precision to bf16 (roughly halves activation memory)
+
+CPU memory: 306.7 MiB held by live tensors when it failed, 306.7 MiB peak this node, budget 400.0 MiB.
+
+Original error: CPU memory budget exceeded`;
+
+describe('node statuses', () => {
+  it('follow node_status messages; the run follows execution_*', () => {
+    const { state, said } = apply([
+      { type: 'execution_start', run_id: 'r1' },
+      { type: 'node_status', node_id: 'a', status: 'running' },
+      { type: 'node_status', node_id: 'a', status: 'completed' },
+      { type: 'node_status', node_id: 'b', status: 'cached' },
+      { type: 'node_status', node_id: 'c', status: 'running' },
+      { type: 'execution_complete' },
+    ]);
+    expect(state.statuses).toEqual({ a: 'completed', b: 'cached', c: 'skipped' });
+    expect(state.phase).toBe('idle');
+    expect(state.outcome).toBe('completed');
+    expect(said.map((m) => m.text)).toEqual(['Run started.', 'Run completed.']);
+  });
+
+  it('starting a run forgets the last one', () => {
+    const s = startRun('r2');
+    expect(s).toEqual({ ...idleRun(), phase: 'starting', runId: 'r2' });
+  });
+
+  it('a node Stop interrupted is skipped, not failed', () => {
+    const { state, said } = apply([
+      { type: 'node_status', node_id: 'train', status: 'running' },
+      { type: 'node_status', node_id: 'train', status: 'error', error: 'stopped' },
+      { type: 'node_status', node_id: 'eval', status: 'skipped' },
+      { type: 'execution_stopped' },
+    ]);
+    expect(state.statuses).toEqual({ train: 'skipped', eval: 'skipped' });
+    expect(state.issues).toEqual({});
+    expect(state.outcome).toBe('stopped');
+    expect(said.map((m) => m.level)).toEqual(['info', 'info']);
+  });
+
+  it('Print’s log lines and warnings go to the messages with their node', () => {
+    const { said } = apply([
+      { type: 'node_status', node_id: 'p', status: 'log', log: '[acc] 0.9' },
+      { type: 'warning', node_id: 'train', message: 'fp16 on CPU falls back to fp32' },
+      { type: 'warning', node_id: null, message: 'cuda:3 does not exist' },
+    ]);
+    expect(said).toEqual([
+      { level: 'info', nodeId: 'p', text: '[acc] 0.9' },
+      { level: 'warning', nodeId: 'train', text: 'fp16 on CPU falls back to fp32' },
+      { level: 'warning', text: 'cuda:3 does not exist' },
+    ]);
+  });
+});
+
+describe('errors', () => {
+  it('a node’s error marks the node, and the run’s repeat of it is not said twice', () => {
+    const { state, said } = apply([
+      { type: 'node_status', node_id: 'train', status: 'running' },
+      { type: 'node_status', node_id: 'train', status: 'error', error: OOM },
+      { type: 'node_status', node_id: 'eval', status: 'skipped' },
+      { type: 'execution_error', error: OOM },
+    ]);
+    expect(state.statuses.train).toBe('error');
+    expect(state.issues.train).toEqual([{ nodeId: 'train', nodeType: 'TrainingLoop', message: OOM }]);
+    expect(said).toEqual([
+      { level: 'error', nodeId: 'train', text: OOM },
+      { level: 'error', text: 'Run failed (see the error above).' },
+    ]);
+    expect(state.outcome).toBe('error');
+  });
+
+  it('the run’s error names the param the node’s own error left out', () => {
+    const { state } = apply([
+      { type: 'node_status', node_id: 'data', status: 'error', error: 'file not found: x.csv' },
+      { type: 'execution_error', error: 'graph "g": node data (CSVDataset), param "path": file not found: x.csv' },
+    ]);
+    expect(state.issues.data).toEqual([{ nodeId: 'data', nodeType: 'CSVDataset', param: 'path', message: 'file not found: x.csv' }]);
+  });
+
+  it('a refused graph (execution_error with every problem) marks each node and param', () => {
+    const text =
+      '2 problems in the graph:\n' +
+      '  - graph "g": node train (TrainingLoop), param "epochs": value 0 is below the minimum 1\n' +
+      '  - graph "g": node train (TrainingLoop), input "optimizer": required input is not connected';
+    const { state, said } = apply([{ type: 'execution_error', error: text }]);
+    expect(state.statuses.train).toBe('error');
+    expect(state.issues.train).toEqual([
+      { nodeId: 'train', nodeType: 'TrainingLoop', param: 'epochs', message: 'value 0 is below the minimum 1' },
+      { nodeId: 'train', nodeType: 'TrainingLoop', port: 'optimizer', message: 'required input is not connected' },
+    ]);
+    expect(said).toEqual([{ level: 'error', text }]);
+  });
+
+  it('validation issues replace the marks of the last check', () => {
+    let s = markIssues(idleRun(), [{ nodeId: 'a', message: 'x', param: 'p' }]);
+    s = markIssues(s, [{ nodeId: 'b', message: 'y' }]);
+    expect(s.issues).toEqual({ b: [{ nodeId: 'b', message: 'y' }] });
+  });
+});
+
+describe('training progress', () => {
+  const batch = (epoch: number, b: number, step: number, loss: number) =>
+    ({ type: 'node_status', node_id: 'train', status: 'progress', progress: { event: 'batch', epoch, total_epochs: 2, batch: b, total_batches: 10, step, loss, lr: 0.1, samples_per_s: 1234.5 } }) as ServerMessage;
+  const epoch = (e: number, step: number, loss: number, val?: number) =>
+    ({ type: 'node_status', node_id: 'train', status: 'progress', progress: { event: 'epoch', epoch: e, total_epochs: 2, step, loss, ...(val !== undefined ? { val_loss: val } : {}) } }) as ServerMessage;
+
+  it('the node’s bar: epoch x/y, batch, step, speed and the fraction done', () => {
+    const { state } = apply([
+      { type: 'node_status', node_id: 'train', status: 'progress', progress: { event: 'config', config: { epochs: 2, batches_per_epoch: 10, lr: 0.1 } } },
+      batch(1, 5, 5, 2.0),
+    ]);
+    expect(state.progress.train).toEqual({
+      epoch: 1,
+      totalEpochs: 2,
+      batch: 5,
+      totalBatches: 10,
+      step: 5,
+      samplesPerS: 1234.5,
+      loss: 2,
+      valLoss: null,
+      lr: 0.1,
+      fraction: 0.25,
+    });
+    const after = apply([epoch(1, 10, 1.5, 1.7)], state).state.progress.train!;
+    expect(after.fraction).toBe(0.5);
+    expect(after.valLoss).toBe(1.7);
+    expect(after.batch).toBe(10);
+  });
+
+  it('the loss chart’s series: per update and per epoch with validation', () => {
+    const { state, said } = apply([batch(1, 3, 3, 2.5), batch(1, 8, 8, 2.0), epoch(1, 10, 2.1, 2.3), batch(2, 4, 14, 1.5), epoch(2, 20, 1.4)]);
+    expect(state.lossNode).toBe('train');
+    expect(state.loss.train).toEqual({
+      batchStep: [3, 8, 14],
+      batchLoss: [2.5, 2.0, 1.5],
+      epochStep: [10, 20],
+      epoch: [1, 2],
+      epochLoss: [2.1, 1.4],
+      valLoss: [2.3, null],
+    });
+    expect(said.map((m) => m.text)).toEqual(['Epoch 1/2: loss 2.100, validation loss 2.300', 'Epoch 2/2: loss 1.400']);
+  });
+
+  it('a frame without a loss leaves the series as it was', () => {
+    const s = reduceLoss(undefined, { event: 'config', config: {} });
+    expect(s).toBeUndefined();
+    expect(reduceProgress(undefined, { event: 'batch', epoch: 1, total_epochs: 4, batch: 1, total_batches: 4, step: 1 }).fraction).toBeCloseTo(1 / 16);
+  });
+});

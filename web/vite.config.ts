@@ -1,0 +1,40 @@
+import type { ProxyOptions } from 'vite';
+import { defineConfig } from 'vitest/config';
+import react from '@vitejs/plugin-react';
+
+// In development the editor runs on Vite's port and the API on Codefy's.
+// The server refuses a foreign Host (421) and a foreign Origin (403), as
+// CodefyUI does, so the proxy presents itself as a same-origin client.
+const target = process.env.CODEFY_SERVER ?? 'http://127.0.0.1:8000';
+
+const sameOrigin = (ws: boolean): ProxyOptions => ({
+  target,
+  ws,
+  changeOrigin: true,
+  configure: (proxy) => {
+    proxy.on('proxyReq', (req) => {
+      if (req.getHeader('origin')) req.setHeader('origin', target);
+    });
+    proxy.on('proxyReqWs', (req) => {
+      if (req.getHeader('origin')) req.setHeader('origin', target);
+    });
+  },
+});
+
+const proxy = { '/api': sameOrigin(false), '/ws': sameOrigin(true) };
+
+export default defineConfig({
+  plugins: [react()],
+  server: { host: '127.0.0.1', port: 5173, proxy },
+  preview: { host: '127.0.0.1', port: 4173, proxy },
+  build: {
+    outDir: 'dist',
+    assetsDir: 'assets',
+    sourcemap: false,
+    chunkSizeWarningLimit: 600,
+  },
+  test: {
+    include: ['tests/**/*.test.{ts,tsx}'],
+    environment: 'node',
+  },
+});
