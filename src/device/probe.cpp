@@ -1,5 +1,7 @@
 #include "device/probe.h"
 
+#include "util/parse.h"
+
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
@@ -7,7 +9,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 
 #ifdef CODEFY_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -119,11 +123,55 @@ class SystemProbe final : public DeviceProbe {
   }
 };
 
+/// This machine's CPU and memory with CUDA cards that are not there: what
+/// CODEFY_FAKE_CUDA_CARDS describes, for tests of what an editor shows.
+class FakeCardsProbe final : public DeviceProbe {
+ public:
+  explicit FakeCardsProbe(std::vector<CudaCard> cards) : cards_(std::move(cards)) {}
+  bool cuda_built() const override { return true; }
+  int cuda_count() const override { return static_cast<int>(cards_.size()); }
+  int cuda_current() const override { return 0; }
+  CudaCard cuda_card(int index) const override { return cards_.at(static_cast<size_t>(index)); }
+  bool mps_available() const override { return false; }
+  HostMemory host_memory() const override { return system_.host_memory(); }
+
+ private:
+  SystemProbe system_;
+  std::vector<CudaCard> cards_;
+};
+
 }  // namespace
 
+std::vector<CudaCard> parse_fake_cards(const std::string& text) {
+  std::vector<CudaCard> cards;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ';');) {
+    if (item.empty()) continue;
+    std::vector<std::string> parts;
+    std::stringstream fields(item);
+    for (std::string f; std::getline(fields, f, ':');) parts.push_back(f);
+    const auto total = parts.size() == 3 ? util::parse_int(parts[1]) : std::nullopt;
+    const auto free = parts.size() == 3 ? util::parse_int(parts[2]) : std::nullopt;
+    if (!total || !free || *total < 0 || *free < 0 || *free > *total || parts[0].empty())
+      throw std::invalid_argument("CODEFY_FAKE_CUDA_CARDS: \"" + item + "\" is not NAME:TOTAL_MIB:FREE_MIB");
+    CudaCard c;
+    c.index = static_cast<int>(cards.size());
+    c.name = parts[0];
+    c.total_bytes = static_cast<uint64_t>(*total) << 20;
+    c.free_bytes = static_cast<uint64_t>(*free) << 20;
+    c.capability_major = 8;  // bf16 and fp16, as on the cards people train on
+    cards.push_back(std::move(c));
+  }
+  return cards;
+}
+
 const DeviceProbe& system_probe() {
-  static const SystemProbe probe;  // stateless
-  return probe;
+  static const std::unique_ptr<DeviceProbe> probe = []() -> std::unique_ptr<DeviceProbe> {
+    const char* fake = std::getenv("CODEFY_FAKE_CUDA_CARDS");
+    if (fake && *fake) return std::make_unique<FakeCardsProbe>(parse_fake_cards(fake));
+    return std::make_unique<SystemProbe>();  // stateless
+  }();
+  return *probe;
 }
 
 }  // namespace codefy::device

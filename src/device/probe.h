@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace codefy::device {
 
@@ -43,7 +44,15 @@ class DeviceProbe {
 /// This machine, as the linked LibTorch sees it; CUDA memory from NVML
 /// (libnvidia-ml.so.1, loaded at run time if present). Stateless: every call
 /// reads afresh.
+///
+/// For tests only: when the environment variable CODEFY_FAKE_CUDA_CARDS is
+/// set (`NAME:TOTAL_MIB:FREE_MIB;...`), the cards are those, not the
+/// machine's, so an editor's device menus can be checked on a CPU-only
+/// machine. Nothing can run on them.
 const DeviceProbe& system_probe();
+
+/// Parses CODEFY_FAKE_CUDA_CARDS; throws std::invalid_argument naming a bad entry.
+std::vector<CudaCard> parse_fake_cards(const std::string& text);
 
 /// Parses /proc/meminfo text (MemTotal, MemAvailable; kB) — exposed for tests.
 HostMemory parse_meminfo(const std::string& text);

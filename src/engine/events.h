@@ -26,7 +26,8 @@ class Observer {
   /// A node starts (status kRunning).
   virtual void on_node_entry(const NodeRef&) {}
   /// A node ends: kCompleted (with a JSON summary of its outputs), kCached
-  /// (the same summary), kError ({"error": message}), or kSkipped (empty
+  /// (the same summary), kError ({"error": message} with "field" when a
+  /// param or port is to blame, "out_of_memory" or "stopped": true), or kSkipped (empty
   /// detail) for each planned node that did not run because an earlier one
   /// failed or the run was stopped.
   virtual void on_node_exit(const NodeRef&, NodeStatus, const nlohmann::json& /*detail*/) {}

@@ -142,7 +142,11 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       torch::manual_seed(node_seed(settings.seed, id));
       device::reset_cpu_peak();
       auto fail = [&](const std::string& field, const std::string& message) -> NodeError {
-        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", message}});
+        if (settings.observer) {
+          nlohmann::json detail = {{"error", message}};
+          if (!field.empty()) detail["field"] = field;
+          settings.observer->on_node_exit(ref, NodeStatus::kError, detail);
+        }
         return NodeError(g.name, id, spec.type, field, message);
       };
       std::optional<NodeContext> ctx;
@@ -177,7 +181,8 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
         const auto mem = device::cpu_memory();
         if (mem.installed) result.peak_cpu_bytes[id] = mem.peak_bytes;
       } catch (const Cancelled&) {
-        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", "stopped"}});
+        if (settings.observer)
+          settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", "stopped"}, {"stopped", true}});
         throw;
       } catch (const NodeFailure& e) {
         if (is_oom_message(e.what())) throw out_of_memory(e.what());

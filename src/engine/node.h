@@ -119,6 +119,18 @@ class NodeContext {
   /// Throws NodeFailure blaming parameter `name`: the message reads
   /// `..., param "name": message` once the executor adds the node's identity.
   [[noreturn]] static void fail_param(const std::string& name, const std::string& message);
+  /// The same for an exception a node caught while using the param (a file
+  /// it could not read): call it inside that catch block. An out-of-memory
+  /// error is not the param's fault and goes on as it is, so the executor
+  /// reports it with its advice; a LibTorch error loses its backtrace.
+  /// `prefix` goes before the cause's message.
+  [[noreturn]] static void fail_param(const std::string& name, const std::exception& cause,
+                                      const std::string& prefix = "");
+  /// Inside a catch block for `e`: rethrows it when it is an out-of-memory
+  /// error (LibTorch's, the CPU budget's, std::bad_alloc); returns otherwise.
+  static void rethrow_if_out_of_memory(const std::exception& e);
+  /// An exception's message for a person: LibTorch's first line, without its backtrace.
+  static std::string describe(const std::exception& e);
   /// Throws NodeFailure blaming input port `port` (`..., input "port": message`).
   [[noreturn]] static void fail_input(const std::string& port, const std::string& message);
   /// Throws NodeFailure blaming no parameter or port in particular.

@@ -2,6 +2,11 @@
 
 #include "device/catalogue.h"
 #include "util/random.h"
+#include "util/text.h"
+
+#include <c10/util/Exception.h>
+
+#include <new>
 
 #include <algorithm>
 
@@ -35,6 +40,17 @@ NodeContext::NodeContext(const NodeRef& node, const graph::NodeDef& def, const n
 void NodeContext::fail(const std::string& message) { throw NodeFailure("", message); }
 void NodeContext::fail_param(const std::string& name, const std::string& message) {
   throw NodeFailure("param \"" + name + "\"", message);
+}
+void NodeContext::rethrow_if_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e)) throw;
+}
+std::string NodeContext::describe(const std::exception& e) {
+  if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return util::first_line(c->what_without_backtrace());
+  return e.what();
+}
+void NodeContext::fail_param(const std::string& name, const std::exception& cause, const std::string& prefix) {
+  rethrow_if_out_of_memory(cause);
+  fail_param(name, prefix + describe(cause));
 }
 void NodeContext::fail_input(const std::string& port, const std::string& message) {
   throw NodeFailure("input \"" + port + "\"", message);

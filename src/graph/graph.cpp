@@ -115,6 +115,7 @@ json to_json(const NodeDef& def) {
               {"min_value", p.min_value ? json(*p.min_value) : json()},
               {"max_value", p.max_value ? json(*p.max_value) : json()}};
     if (p.advanced) j["advanced"] = true;
+    if (p.open_options) j["open_options"] = true;  // options are suggestions (device strings); CodefyUI ignores it
     params.push_back(std::move(j));
   }
   return {{"node_name", def.name},       {"category", def.category},      {"description", def.description},

@@ -61,11 +61,14 @@ void register_dataset(NodeRegistry& r) {
         try {
           ds = train::load_mnist(name, train, dir.empty() ? std::filesystem::path() : ctx.resolve_path(dir));
         } catch (const std::exception& first) {
-          if (dir.empty()) NodeContext::fail_param("data_dir", first.what());
+          if (dir.empty()) NodeContext::fail_param("data_dir", first);
+          NodeContext::rethrow_if_out_of_memory(first);  // the files were there: another folder will not fit either
+          const std::string why = NodeContext::describe(first);
           try {
             ds = train::load_mnist(name, train, {});  // Debian's packaged copy
-          } catch (const std::exception&) {
-            NodeContext::fail_param("data_dir", first.what());
+          } catch (const std::exception& packaged) {
+            NodeContext::rethrow_if_out_of_memory(packaged);
+            NodeContext::fail_param("data_dir", why);
           }
         }
         return ValueMap{{"dataset", std::make_shared<const train::Dataset>(
@@ -108,7 +111,7 @@ void register_csv_dataset(NodeRegistry& r) {
         try {
           ds = train::load_csv(path, o);
         } catch (const std::exception& e) {
-          NodeContext::fail_param("path", e.what());
+          NodeContext::fail_param("path", e);
         }
         return ValueMap{{"dataset", std::make_shared<const train::Dataset>(
                                         take_first(std::move(ds), ctx.param_int("max_samples")))}};

@@ -50,7 +50,7 @@ void register_model_saver(NodeRegistry& r) {
       if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
       train::save_weights(path, train::state_dict(*model));
     } catch (const std::exception& e) {
-      NodeContext::fail_param("path", e.what());
+      NodeContext::fail_param("path", e);
     }
     return ValueMap{{"path", path.string()}, {"model", model}};
   });
@@ -75,7 +75,7 @@ void register_model_loader(NodeRegistry& r) {
     try {
       dict = train::load_weights(path);
     } catch (const std::exception& e) {
-      NodeContext::fail_param("path", e.what());
+      NodeContext::fail_param("path", e);
     }
     if (!ctx.param_bool("strict")) {
       // Keep only keys the model has, with matching shapes.
@@ -94,7 +94,7 @@ void register_model_loader(NodeRegistry& r) {
     try {
       train::load_state_dict(*model, dict);
     } catch (const std::exception& e) {
-      NodeContext::fail_param("path", path.string() + ": " + e.what());
+      NodeContext::fail_param("path", e, path.string() + ": ");
     }
     model->to(ctx.device());
     return ValueMap{{"model", model}};
@@ -164,7 +164,7 @@ void register_checkpoint_saver(NodeRegistry& r) {
     try {
       train::save_checkpoint(path, c);
     } catch (const std::exception& e) {
-      NodeContext::fail_param("path", e.what());
+      NodeContext::fail_param("path", e);
     }
     return ValueMap{{"path", path.string()}, {"model", model}};
   });
@@ -194,7 +194,7 @@ void register_checkpoint_loader(NodeRegistry& r) {
     try {
       c = train::load_checkpoint(path);
     } catch (const std::exception& e) {
-      NodeContext::fail_param("path", e.what());
+      NodeContext::fail_param("path", e);
     }
     const std::string saved_type = c.meta.value("optimizer", "");
     if (saved_type != opt->type)
@@ -205,7 +205,7 @@ void register_checkpoint_loader(NodeRegistry& r) {
       model->to(ctx.device());
       train::load_optimizer_state(*opt->optimizer, c.optimizer_state);
     } catch (const std::exception& e) {
-      NodeContext::fail_param("path", path.string() + ": " + e.what());
+      NodeContext::fail_param("path", e, path.string() + ": ");
     }
     nlohmann::json resume = c.meta.value("metrics", nlohmann::json::object());
     resume["last_epoch"] = c.meta.value("epoch", int64_t{0});

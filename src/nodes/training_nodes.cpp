@@ -101,7 +101,7 @@ void register_optimizer(NodeRegistry& r) {
     try {
       handle->optimizer = train::make_optimizer(model->parameters(), o);
     } catch (const std::invalid_argument& e) {
-      NodeContext::fail_param("type", e.what());
+      NodeContext::fail_param("type", e);
     }
     return ValueMap{{"optimizer", train::OptimizerPtr(handle)}};
   });

@@ -110,11 +110,13 @@ Response GraphRoutes::list() const {
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
   for (const auto& [f, j] : read_json_files(std::move(files))) {
     std::error_code ec;
-    const auto mtime = fs::last_write_time(f, ec).time_since_epoch();
+    // The file clock's epoch is not Unix time's: count from now on both clocks.
+    const auto age = fs::file_time_type::clock::now() - fs::last_write_time(f, ec);
+    const auto mtime = (std::chrono::system_clock::now() - age).time_since_epoch();
     const auto name = j.is_object() ? j.find("name") : j.end();
     list.push_back({{"name", name != j.end() && name->is_string() ? name->get<std::string>() : f.stem().string()},
                     {"file", f.stem().string()},
-                    {"modified", std::chrono::duration<double>(mtime).count()}});
+                    {"modified", std::chrono::duration<double>(mtime).count()}});  // Unix seconds, as CodefyUI
   }
   return Response::json(200, list);
 }

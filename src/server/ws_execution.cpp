@@ -36,9 +36,11 @@ class EditorRun : public RunListener {
   }
   void on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::json& detail) override {
     nlohmann::json m = {{"type", "node_status"}, {"node_id", n.id}, {"status", to_string(s)}};
-    if (s == NodeStatus::kError)
+    if (s == NodeStatus::kError) {
       m["error"] = detail.value("error", "");
-    else
+      for (const char* key : {"field", "out_of_memory", "stopped"})  // Codefy's additions, for the editor to mark
+        if (detail.contains(key)) m[key] = detail[key];
+    } else
       m["output_summary"] = detail;
     emit(m);
   }

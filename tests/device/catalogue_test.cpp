@@ -217,3 +217,21 @@ TEST(Meminfo, ParsesTotalAndAvailable) {
 
 }  // namespace
 }  // namespace codefy::device
+
+namespace codefy::device {
+namespace {
+
+TEST(FakeCards, ParsesNamesAndMemoryForTheEditorsTests) {
+  const auto cards = parse_fake_cards("NVIDIA A100-SXM4-80GB:81920:61440;NVIDIA GeForce RTX 4090:24564:20000");
+  ASSERT_EQ(cards.size(), 2u);
+  EXPECT_EQ(cards[1].index, 1);
+  EXPECT_EQ(cards[1].name, "NVIDIA GeForce RTX 4090");
+  EXPECT_EQ(cards[0].total_bytes, uint64_t{81920} << 20);
+  EXPECT_EQ(cards[0].free_bytes, uint64_t{61440} << 20);
+  EXPECT_TRUE(parse_fake_cards("").empty());
+  for (const char* bad : {"A100:80", "A100:x:1", ":10:5", "A100:10:20", "A100:-1:0"})
+    EXPECT_THROW(parse_fake_cards(bad), std::invalid_argument) << bad;
+}
+
+}  // namespace
+}  // namespace codefy::device

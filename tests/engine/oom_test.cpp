@@ -26,6 +26,29 @@ struct BudgetReset {
   ~BudgetReset() { device::set_cpu_budget(0); }
 };
 
+TEST(OutOfMemory, ADatasetPastTheBudgetIsReportedAsOutOfMemoryNotAsItsFolder) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  ASSERT_TRUE(device::install_counting_allocator());
+  BudgetReset reset;
+  device::set_cpu_budget(device::cpu_memory().live_bytes + (32 << 20));  // 60000 images take 188 MiB as floats
+  const nlohmann::json g = {{"name", "big-data"},
+                            {"nodes",
+                             {{{"id", "start"}, {"type", "Start"}},
+                              {{"id", "images"},
+                               {"type", "Dataset"},
+                               {"data", {{"params", {{"name", "FashionMNIST"}, {"data_dir", "missing"}}}}}}}},
+                            {"edges", {{{"source", "start"}, {"target", "images"}, {"type", "trigger"}}}}};
+  try {
+    run_json(g);
+    FAIL() << "60000 images fitted a 32 MiB budget";
+  } catch (const NodeOOMError& e) {
+    EXPECT_EQ(e.node_id(), "images");
+    EXPECT_NE(std::string(e.what()).find("ran out of memory on cpu"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("data_dir"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OutOfMemory, CpuBudgetGivesTheReportThenASmallerBatchRuns) {
   ASSERT_TRUE(device::install_counting_allocator());
   BudgetReset reset;

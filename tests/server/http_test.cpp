@@ -87,6 +87,8 @@ TEST_F(ServerFixture, ValidateSaveListLoad) {
   ASSERT_EQ(list.json.size(), 1u);
   EXPECT_EQ(list.json[0]["name"], "My toy v2");
   EXPECT_EQ(list.json[0]["file"], "My_toy_v2");
+  const double now_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_NEAR(list.json[0]["modified"].get<double>(), now_s, 60.0);  // Unix seconds, as CodefyUI
   const Reply loaded = get("/api/graph/load/My_toy_v2");
   EXPECT_EQ(loaded.status, 200);
   EXPECT_EQ(loaded.json["nodes"].size(), 7u);
@@ -218,6 +220,11 @@ TEST_F(ServerFixture, AnExampleRunFromTheEditorReadsFilesBesideIt) {
   ws->send(msg);  // without saying which example: the graphs folder has no flowers.csv
   auto messages = ws->until("execution_error");
   EXPECT_NE(messages.back()["error"].get<std::string>().find("flowers.csv"), std::string::npos);
+  const auto failed = std::find_if(messages.begin(), messages.end(), [](const nlohmann::json& m) {
+    return m["node_id"] == "data" && m["status"] == "error";
+  });
+  ASSERT_NE(failed, messages.end());
+  EXPECT_EQ((*failed)["field"], "param \"path\"");  // the editor marks the param
 
   msg["example"] = "csv-mlp";
   ws->send(msg);

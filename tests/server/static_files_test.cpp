@@ -145,5 +145,17 @@ TEST_F(EditorServer, TypeRulesAsData) {
   EXPECT_TRUE(accepts("TRIGGER", "TRIGGER"));
 }
 
+TEST_F(EditorServer, DeviceParamsSayTheirOptionsAreSuggestions) {
+  const Reply loop = get("/api/nodes/TrainingLoop");
+  ASSERT_EQ(loop.status, 200);
+  for (const auto& p : loop.json["params"]) {
+    if (p["name"] == "device") {
+      EXPECT_EQ(p["open_options"], true);  // "cuda:1" is accepted too
+    } else if (p["name"] == "precision") {
+      EXPECT_FALSE(p.contains("open_options"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace codefy::server

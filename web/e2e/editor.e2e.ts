@@ -2,6 +2,7 @@
 // playwright.config.ts): what a person does, checked by what they see.
 // Screenshots of each state land in e2e-results/ for a person to look at.
 import { expect, test, type Page } from '@playwright/test';
+import { cardsPort } from '../playwright.config';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
 
@@ -127,4 +128,19 @@ test('a CodefyUI graph.json imported through the file picker opens and runs', as
   await page.getByTestId('run').click();
   await expect(status(page, 'print_acc')).toHaveAttribute('data-status', 'completed', { timeout: 60_000 });
   await shot(page, '09-imported');
+});
+
+test('the device menu lists each card with its label and memory', async ({ page }) => {
+  await page.goto(`http://127.0.0.1:${cardsPort}/?example=toy-mlp`);
+  await expect(page.getByTestId('node-train')).toBeVisible();
+  const select = page.getByTestId('device-select');
+  await expect(select.locator('option')).toHaveCount(4);  // CPU, the current card, each card by index
+  const options = await select.locator('option').allTextContents();
+  expect(options.some((o) => o.startsWith('CPU'))).toBe(true);
+  expect(options).toContain('NVIDIA CUDA #0 · cuda:0 · NVIDIA A100-SXM4-80GB · 60.0/80.0 GiB');
+  expect(options).toContain('NVIDIA CUDA #1 · cuda:1 · NVIDIA GeForce RTX 4090 · 20.0/24.0 GiB');
+  // Each node's device param offers the same cards.
+  await expect(page.getByTestId('param-train-device')).toContainText('NVIDIA GeForce RTX 4090');
+  await select.click();
+  await shot(page, '10-device-menu');
 });
