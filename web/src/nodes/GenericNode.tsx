@@ -1,5 +1,5 @@
 import { Handle, Position, type NodeProps } from '@xyflow/react';
-import { memo, useMemo, useState } from 'react';
+import { memo, useMemo } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import type { ParamDefinition, PortDefinition } from '../api/types';
 import type { CodefyNode } from '../graph/graphJson';
@@ -10,6 +10,7 @@ import { shapeOf, TRIGGER_HANDLE, type EdgeEnds } from '../graph/ports';
 import { TRIGGER, typeColorVar } from '../graph/typeRules';
 import { t } from '../i18n';
 import { useEditor } from '../store/editorStore';
+import { AdvancedFold } from './AdvancedFold';
 import { ParamField } from './ParamField';
 import { TrainingProgressBar } from './TrainingProgressBar';
 
@@ -51,7 +52,6 @@ export const GenericNode = memo(function GenericNode({ id, data, selected }: Nod
   const models = useEditor((s) => s.models);
   const setParam = useEditor((s) => s.setParam);
   const select = useEditor((s) => s.select);
-  const [advancedOpen, setAdvancedOpen] = useState(false);
 
   const shape = useMemo(
     () => shapeOf(id, data.nodeType, def, data.params, ownEdges),
@@ -154,20 +154,9 @@ export const GenericNode = memo(function GenericNode({ id, data, selected }: Nod
       {shape.params.length > 0 && (
         <div className="cnode-params">
           {basic.map(field)}
-          {advanced.length > 0 && (
-            <>
-              <button
-                type="button"
-                className="advanced-toggle nodrag"
-                aria-expanded={advancedOpen}
-                data-testid={`advanced-${id}`}
-                onClick={() => setAdvancedOpen((o) => !o)}
-              >
-                {advancedOpen ? '▾' : '▸'} {t('node.advanced', { count: advanced.length })}
-              </button>
-              {advancedOpen && advanced.map(field)}
-            </>
-          )}
+          <AdvancedFold count={advanced.length} testId={`advanced-${id}`} className="nodrag">
+            {advanced.map(field)}
+          </AdvancedFold>
         </div>
       )}
 

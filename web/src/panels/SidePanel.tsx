@@ -1,8 +1,9 @@
-import { useMemo, useState } from 'react';
+import { useMemo } from 'react';
 import type { ParamDefinition } from '../api/types';
 import { effectiveValue } from '../graph/params';
 import { typeColorVar } from '../graph/typeRules';
 import { t } from '../i18n';
+import { AdvancedFold } from '../nodes/AdvancedFold';
 import { ParamField } from '../nodes/ParamField';
 import { nodeShape, useEditor } from '../store/editorStore';
 import { MessageText } from './MessageText';
@@ -18,7 +19,6 @@ export function SidePanel() {
   const status = useEditor((s) => (selectedId ? (s.run.statuses[selectedId] ?? 'idle') : 'idle'));
   const devices = useEditor((s) => s.devices);
   const models = useEditor((s) => s.models);
-  const [advancedOpen, setAdvancedOpen] = useState(false);
   const shape = useMemo(() => (node ? nodeShape({ defs, edges }, node) : null), [node, defs, edges]);
   const a = useEditor.getState();
 
@@ -75,20 +75,9 @@ export function SidePanel() {
         <section className="side-params">
           <h3>{t('side.params')}</h3>
           {basic.map(field)}
-          {advanced.length > 0 && (
-            <>
-              <button
-                type="button"
-                className="advanced-toggle"
-                aria-expanded={advancedOpen}
-                data-testid={`panel-advanced-${node.id}`}
-                onClick={() => setAdvancedOpen((o) => !o)}
-              >
-                {advancedOpen ? '▾' : '▸'} {t('node.advanced', { count: advanced.length })}
-              </button>
-              {advancedOpen && advanced.map(field)}
-            </>
-          )}
+          <AdvancedFold count={advanced.length} testId={`panel-advanced-${node.id}`}>
+            {advanced.map(field)}
+          </AdvancedFold>
         </section>
       )}
 
