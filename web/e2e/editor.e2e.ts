@@ -144,3 +144,33 @@ test('the device menu lists each card with its label and memory', async ({ page 
   await select.click();
   await shot(page, '10-device-menu');
 });
+
+test('a file that is not a graph is refused and the open graph stays', async ({ page }) => {
+  await openExample(page, 'toy-mlp');
+  const nodes = page.locator('.react-flow__node');
+  const before = await nodes.count();
+  await page.getByTestId('import-file').setInputFiles({
+    name: 'notes.json',
+    mimeType: 'application/json',
+    buffer: Buffer.from('{"title": "shopping", "items": ["milk", "eggs"]}'),
+  });
+  await expect(page.locator('[data-testid="message"][data-level="error"]').first()).toBeVisible();
+  await page.getByTestId('import-file').setInputFiles({
+    name: 'broken.json',
+    mimeType: 'application/json',
+    buffer: Buffer.from('{"nodes": [ {"id": '),
+  });
+  await expect(page.locator('[data-testid="message"][data-level="error"]')).toHaveCount(2);
+  await expect(nodes).toHaveCount(before);
+  await expect(page.getByTestId('graph-name')).toHaveValue('Toy MLP');
+  await shot(page, '11-not-a-graph');
+});
+
+test("CodefyUI's LeNet example with a preset node opens", async ({ page }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await openExample(page, 'codefyui-pipeline');
+  for (const id of ['cnn', 'pipeline', 'viz', 'p_model']) await expect(page.getByTestId(`node-${id}`)).toBeVisible();
+  expect(errors).toEqual([]);
+  await shot(page, '12-codefyui-pipeline');
+});

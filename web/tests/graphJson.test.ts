@@ -135,8 +135,11 @@ describe('graphToFlow', () => {
     expect(() => graphToFlow(json)).toThrow(why);
   });
 
-  it('opens a file with neither nodes nor edges as an empty graph', () => {
-    expect(graphToFlow({ name: 'empty' }).nodes).toEqual([]);
+  it('opens an empty node list as an empty graph, and refuses JSON with no node list at all', () => {
+    expect(graphToFlow({ name: 'empty', nodes: [] }).nodes).toEqual([]);
+    expect(graphToFlow({ name: 'empty', nodes: [], edges: [] }).edges).toEqual([]);
+    expect(() => graphToFlow({ name: 'empty' })).toThrow(GraphFileError);
+    expect(() => graphToFlow({ title: 'shopping', items: ['milk'] })).toThrow(/not a graph/);
   });
 });
 

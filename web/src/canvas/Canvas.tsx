@@ -42,18 +42,24 @@ export function Canvas() {
   const wrapper = useRef<HTMLDivElement>(null);
   const initialized = useNodesInitialized();
   const fitted = useRef(0);
+  const measureCheck = useEditor((s) => s.measureCheck);
 
-  // Fit a newly opened (or laid out) graph once all its nodes have been measured.
+  // Fit a newly opened (or laid out) graph once all its nodes have been measured; an opened graph
+  // laid out with estimated sizes is first laid out again with the measured ones.
   useEffect(() => {
     if (!initialized || fitted.current === fitRequest) return;
     const all = getNodes();
     if (all.length === 0 || !all.every((n) => n.measured?.width && n.measured?.height)) return;
+    if (measureCheck) {
+      void useEditor.getState().relayoutMeasured();
+      return;
+    }
     const id = requestAnimationFrame(() => {
       fitted.current = fitRequest;
       void fitView({ padding: 0.08, maxZoom: 1, duration: 0 });
     });
     return () => cancelAnimationFrame(id);
-  }, [initialized, fitRequest, fitView, getNodes, nodes]);
+  }, [initialized, fitRequest, measureCheck, fitView, getNodes, nodes]);
 
   // The side panel floats over the canvas's right side: a node selected under it is moved into view
   // (once per selection, as soon as the node has been measured).

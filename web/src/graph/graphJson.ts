@@ -73,7 +73,9 @@ export function edgeKind(e: Pick<GraphJsonEdge, 'type' | 'sourceHandle'>): 'data
 /** Opens a parsed graph.json; throws GraphFileError when it is not one. */
 export function graphToFlow(json: unknown): FlowGraph {
   if (!isObject(json)) throw new GraphFileError(t('file.notObject'));
-  const rawNodes = json.nodes ?? [];
+  // A graph file always has its node list (empty for an empty graph); JSON without one is something else.
+  if (!('nodes' in json)) throw new GraphFileError(t('file.noNodes'));
+  const rawNodes = json.nodes;
   const rawEdges = json.edges ?? [];
   if (!Array.isArray(rawNodes)) throw new GraphFileError(t('file.nodesNotArray'));
   if (!Array.isArray(rawEdges)) throw new GraphFileError(t('file.edgesNotArray'));

@@ -133,6 +133,7 @@ export const en = {
   'file.badEdge': 'edges[{index}] needs a "source" and a "target".',
   'file.notJson': '{name} is not JSON ({error})',
   'file.cannotOpen': 'Cannot open this graph: {error}',
+  'file.noNodes': 'it has no "nodes" list, so it is not a graph.json',
   'file.opened': 'Opened “{name}” ({nodes} nodes).',
   'file.laidOut': 'Its saved positions put nodes on top of each other at the size they are drawn here, so it was laid out again.',
   'file.exampleFailed': 'Could not open the example “{path}”: {error}',

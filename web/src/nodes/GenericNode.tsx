@@ -15,17 +15,27 @@ import { ParamField } from './ParamField';
 import { TrainingProgressBar } from './TrainingProgressBar';
 
 const NO_EDGES: EdgeEnds[] = [];
+const NO_FLOW_EDGES: ReturnType<typeof useEditor.getState>['edges'] = [];
 
 /** The edges touching `id`, only for nodes whose ports come from their edges (unknown types). */
 function useOwnEdges(id: string, needed: boolean): EdgeEnds[] {
-  return useEditor(
-    useShallow((s) =>
-      needed
-        ? s.edges
-            .filter((e) => e.source === id || e.target === id)
-            .map((e) => ({ source: e.source, target: e.target, sourceHandle: e.sourceHandle, targetHandle: e.targetHandle, kind: e.data?.kind ?? 'data' }))
-        : NO_EDGES,
-    ),
+  // Select the store's own edge objects (stable between renders, so the
+  // shallow comparison settles); build the plain ends from them afterwards.
+  const own = useEditor(
+    useShallow((s) => (needed ? s.edges.filter((e) => e.source === id || e.target === id) : NO_FLOW_EDGES)),
+  );
+  return useMemo(
+    () =>
+      own.length === 0
+        ? NO_EDGES
+        : own.map((e) => ({
+            source: e.source,
+            target: e.target,
+            sourceHandle: e.sourceHandle,
+            targetHandle: e.targetHandle,
+            kind: e.data?.kind ?? 'data',
+          })),
+    [own],
   );
 }
 

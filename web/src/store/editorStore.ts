@@ -22,7 +22,7 @@ import type {
   ServerMessage,
 } from '../api/types';
 import { checkConnection, type ConnectionVerdict, type NodeFacts, type ProposedConnection } from '../graph/connection';
-import { anyOverlap, estimateSize, overlapsAny, type Size } from '../graph/geometry';
+import { anyOverlap, estimateSize, overlapsAny, type Box, type Size } from '../graph/geometry';
 import {
   DATA_EDGE,
   emptyGraph,
@@ -92,6 +92,12 @@ export interface EditorState {
   selectedId: string | null;
   /** Bumped when the canvas should fit the graph into view (a graph opened or laid out). */
   fitRequest: number;
+  /**
+   * Set when a graph is opened: 'laidOut' when it was laid out with estimated sizes (lay it out
+   * again once React Flow has measured every node), 'check' when its saved positions are kept
+   * (lay it out if they overlap at the measured sizes). Cleared by `relayoutMeasured`.
+   */
+  measureCheck: 'laidOut' | 'check' | null;
 
   // ── the run ──
   run: RunState;
@@ -116,6 +122,8 @@ export interface EditorState {
   refreshLists(): Promise<void>;
   setGraphName(name: string): void;
   tidyUp(): Promise<void>;
+  /** Once every node is measured: redo an opened graph's layout (see `measureCheck`) with the drawn sizes. */
+  relayoutMeasured(): Promise<void>;
 
   onNodesChange(changes: NodeChange<CodefyNode>[]): void;
   onEdgesChange(changes: EdgeChange<CodefyEdge>[]): void;
@@ -202,6 +210,15 @@ function factsLookup(s: Pick<EditorState, 'defs' | 'edges' | 'nodes'>): (id: str
 function sizeOf(s: Pick<EditorState, 'defs' | 'edges'>, n: CodefyNode, measured: boolean): Size {
   if (measured && n.measured?.width && n.measured?.height) return { width: n.measured.width, height: n.measured.height };
   return estimateSize(nodeShape(s, n));
+}
+
+/**
+ * Whether an opened graph must be laid out again now that its nodes are measured: one laid out
+ * with estimated sizes always (the same layout at the drawn sizes); one with saved positions only
+ * when its nodes overlap as drawn.
+ */
+export function needsMeasuredLayout(mode: 'laidOut' | 'check', boxes: readonly Box[]): boolean {
+  return mode === 'laidOut' || anyOverlap(boxes, 0);
 }
 
 /** `at`, or the first spot down and right of it where a node of `shape` covers no other node. */
@@ -332,6 +349,7 @@ export const useEditor = create<EditorState>()((set, get) => {
     unsaved: false,
     selectedId: null,
     fitRequest: 0,
+    measureCheck: null,
 
     run: idleRun(),
     messages: [],
@@ -389,6 +407,7 @@ export const useEditor = create<EditorState>()((set, get) => {
         selectedId: null,
         run: idleRun(),
         fitRequest: st.fitRequest + 1,
+        measureCheck: nodes.length === 0 ? null : flow.unplaced.length > 0 || overlapping ? 'laidOut' : 'check',
       }));
       setSource(source);
       if (source.kind !== 'new') {
@@ -493,6 +512,28 @@ export const useEditor = create<EditorState>()((set, get) => {
         unsaved: true,
         fitRequest: st.fitRequest + 1,
       }));
+    },
+
+    async relayoutMeasured() {
+      const s = get();
+      const mode = s.measureCheck;
+      if (!mode) return;
+      if (s.nodes.length === 0 || !s.nodes.every((n) => n.measured?.width && n.measured?.height)) return;
+      set({ measureCheck: null });
+      const boxes = s.nodes.map((n) => ({ id: n.id, ...n.position, ...sizeOf(s, n, true) }));
+      if (!needsMeasuredLayout(mode, boxes)) return;
+      const { layoutPositions } = await import('../graph/layout');
+      const now = get();
+      if (now.fitRequest !== s.fitRequest || now.nodes.some((n) => n.dragging)) return; // another graph opened, or the user moved in
+      const placed = layoutPositions(
+        now.nodes.map((n) => ({ id: n.id, size: sizeOf(now, n, true) })),
+        now.edges,
+      );
+      set((st) => ({
+        nodes: st.nodes.map((n) => ({ ...n, position: placed.get(n.id) ?? n.position })),
+        fitRequest: st.fitRequest + 1,
+      }));
+      if (mode === 'check') get().say('info', t('file.laidOut'));
     },
 
     onNodesChange(changes) {
