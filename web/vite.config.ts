@@ -1,4 +1,7 @@
-import type { ProxyOptions } from 'vite';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import type { Plugin, ProxyOptions } from 'vite';
 import { defineConfig } from 'vitest/config';
 import react from '@vitejs/plugin-react';
 
@@ -23,8 +26,25 @@ const sameOrigin = (ws: boolean): ProxyOptions => ({
 
 const proxy = { '/api': sameOrigin(false), '/ws': sameOrigin(true) };
 
+/** Writes `<file>.gz` beside each text file of the build; `codefy serve` sends it to clients that accept gzip. */
+function precompress(): Plugin {
+  const walk = (dir: string): string[] =>
+    readdirSync(dir).flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? walk(path) : [path];
+    });
+  return {
+    name: 'codefy-precompress',
+    apply: 'build',
+    closeBundle() {
+      for (const file of walk('dist'))
+        if (/\.(js|css|html|svg|json)$/.test(file)) writeFileSync(`${file}.gz`, gzipSync(readFileSync(file), { level: 9 }));
+    },
+  };
+}
+
 export default defineConfig({
-  plugins: [react()],
+  plugins: [react(), precompress()],
   server: { host: '127.0.0.1', port: 5173, proxy },
   preview: { host: '127.0.0.1', port: 4173, proxy },
   build: {

@@ -84,7 +84,8 @@ void Api::handle(const Request& r, Respond respond) {
     const RouteMatch match = routes_.match(r.method, r.path);
     if (!match.route) {
       // The editor's files answer GETs outside /api and /ws that no route takes.
-      if (r.method == "GET" && match.allowed.empty() && StaticFiles::serves(r.path)) return respond(web_->get(r.path));
+      if (r.method == "GET" && match.allowed.empty() && StaticFiles::serves(r.path))
+        return respond(web_->get(r.path, r.header("accept-encoding")));
       return respond(RouteTable::unrouted(match));
     }
     match.route->handler(r, match.params, respond);

@@ -71,7 +71,25 @@ Response StaticFiles::index() const {
   return r;
 }
 
-Response StaticFiles::get(const std::string& path) const {
+void StaticFiles::prefer_gzip(Response& r, const std::string& accept_encoding) {
+  if (r.file.empty()) return;
+  r.headers["Vary"] = "Accept-Encoding";  // caches keep the two answers apart
+  if (util::lower(accept_encoding).find("gzip") == std::string::npos) return;
+  std::error_code ec;
+  fs::path gz = r.file;
+  gz += ".gz";
+  if (!fs::is_regular_file(gz, ec)) return;
+  r.file = gz;  // the content type stays the original file's
+  r.headers["Content-Encoding"] = "gzip";
+}
+
+Response StaticFiles::get(const std::string& path, const std::string& accept_encoding) const {
+  Response r = find(path);
+  prefer_gzip(r, accept_encoding);
+  return r;
+}
+
+Response StaticFiles::find(const std::string& path) const {
   const auto segments = split_path(path);
   if (segments.empty() || !built_) return index();
   fs::path file = root_;

@@ -21,14 +21,18 @@ class StaticFiles {
   static bool serves(const std::string& path);
   /// The answer to GET `path`: the file under the root, index.html for a
   /// path that names no file (and no file extension), 404 otherwise. Never
-  /// leaves the root.
-  Response get(const std::string& path) const;
+  /// leaves the root. With `accept_encoding` (the request's Accept-Encoding)
+  /// naming gzip, a `<file>.gz` the build wrote beside the file is sent instead.
+  Response get(const std::string& path, const std::string& accept_encoding = "") const;
 
   const std::filesystem::path& root() const { return root_; }
   bool built() const { return built_; }
 
  private:
   Response index() const;
+  Response find(const std::string& path) const;
+  /// Sends `r.file`'s precompressed twin when there is one and the client takes gzip.
+  static void prefer_gzip(Response& r, const std::string& accept_encoding);
   std::filesystem::path root_;
   bool built_ = false;
 };

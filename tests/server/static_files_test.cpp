@@ -56,6 +56,29 @@ TEST(StaticFiles, HashedAssetsCacheForeverIndexNever) {
   EXPECT_EQ(icon.headers.at("Cache-Control"), "no-cache");  // not hashed: it may change
 }
 
+TEST(StaticFiles, PrecompressedTwinsGoToClientsThatTakeGzip) {
+  testing::TempDir dir("codefy-web");
+  const fs::path root = make_web_dir(dir.path());
+  write(root / "assets" / "index-3f9a.js.gz", "gzipped bytes");
+  write(root / "index.html.gz", "gzipped page");
+  const StaticFiles web(root);
+
+  const Response gz = web.get("/assets/index-3f9a.js", "deflate, gzip;q=1.0, br");
+  EXPECT_EQ(gz.file.filename(), "index-3f9a.js.gz");
+  EXPECT_EQ(gz.headers.at("Content-Encoding"), "gzip");
+  EXPECT_EQ(gz.content_type, "text/javascript; charset=utf-8");  // what it is once unpacked
+  EXPECT_EQ(gz.headers.at("Vary"), "Accept-Encoding");
+  EXPECT_EQ(gz.headers.at("Cache-Control"), "public, max-age=31536000, immutable");
+
+  const Response plain = web.get("/assets/index-3f9a.js", "identity");
+  EXPECT_EQ(plain.file.filename(), "index-3f9a.js");
+  EXPECT_EQ(plain.headers.count("Content-Encoding"), 0u);
+  EXPECT_EQ(plain.headers.at("Vary"), "Accept-Encoding");
+
+  EXPECT_EQ(web.get("/graphs/x", "gzip").file.filename(), "index.html.gz");   // the page too
+  EXPECT_EQ(web.get("/favicon.svg", "gzip").file.filename(), "favicon.svg");  // no twin: as it is
+}
+
 TEST(StaticFiles, EditorRoutesGetThePageMissingFilesGet404) {
   testing::TempDir dir("codefy-web");
   const StaticFiles web(make_web_dir(dir.path()));
@@ -112,6 +135,10 @@ TEST_F(EditorServer, ServesTheEditorBesideTheApi) {
   EXPECT_EQ(page.headers.at("cache-control"), "no-cache");
   EXPECT_NE(page.body.find("<title>Codefy</title>"), std::string::npos);
 
+  write(web_dir_ / "assets" / "index-3f9a.js.gz", "pretend gzip");
+  EXPECT_EQ(get("/assets/index-3f9a.js", {{"Accept-Encoding", "gzip"}}).headers.at("content-encoding"), "gzip");
+  EXPECT_EQ(get("/assets/index-3f9a.js", {{"Accept-Encoding", "gzip"}}).body, "pretend gzip");
+  fs::remove(web_dir_ / "assets" / "index-3f9a.js.gz");
   const Reply js = get("/assets/index-3f9a.js");
   EXPECT_EQ(js.status, 200);
   EXPECT_EQ(js.body, "console.log('editor')");
