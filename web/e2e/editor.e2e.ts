@@ -174,3 +174,16 @@ test("CodefyUI's LeNet example with a preset node opens", async ({ page }) => {
   expect(errors).toEqual([]);
   await shot(page, '12-codefyui-pipeline');
 });
+
+test('unsaved edits survive a reload of the page', async ({ page }) => {
+  await openExample(page, 'toy-mlp');
+  await setParam(page, 'loader', 'batch_size', '48');
+  await page.waitForTimeout(800);  // kept a moment after the last change
+  await page.reload();
+  await expect(page.getByTestId('param-loader-batch_size')).toHaveValue('48');
+  await expect(page.getByTestId('messages')).toContainText('Restored the unsaved edits');
+  // Another address opens what it names, untouched by the kept edits.
+  await page.goto('/?example=csv-mlp');
+  await expect(page.getByTestId('node-data')).toBeVisible();
+  await expect(page.getByTestId('messages')).not.toContainText('Restored');
+});

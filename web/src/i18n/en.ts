@@ -124,6 +124,7 @@ export const en = {
   'param.draftProblem': 'param "{param}": {error}',
 
   'load.serverDown': 'Could not load the node library from the server: {error}',
+  'draft.restored': 'Restored the unsaved edits this browser kept at {time}; Save keeps them on the server.',
 
   'file.notObject': 'a graph file is a JSON object with "nodes" and "edges".',
   'file.nodesNotArray': '"nodes" must be a list.',

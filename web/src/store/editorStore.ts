@@ -169,10 +169,43 @@ const storage = {
     try {
       globalThis.localStorage?.setItem(key, value);
     } catch {
-      /* private mode: not remembered */
+      /* private mode, or full: not remembered */
+    }
+  },
+  remove(key: string): void {
+    try {
+      globalThis.localStorage?.removeItem(key);
+    } catch {
+      /* nothing kept */
     }
   },
 };
+
+/** Unsaved edits kept in this browser, so a reload or a server restart loses nothing. */
+const DRAFT_KEY = 'codefy.draft';
+interface Draft {
+  source: GraphSource;
+  graph: unknown;
+  at: number;
+}
+
+/** Whether a kept draft belongs to what the address asks to open. */
+function draftFits(draft: Draft, wanted: GraphSource): boolean {
+  if (wanted.kind === 'example') return draft.source.kind === 'example' && draft.source.path === wanted.path;
+  if (wanted.kind === 'saved') return draft.source.kind === 'saved' && draft.source.name === wanted.name;
+  return draft.source.kind === 'new' || draft.source.kind === 'file';
+}
+
+function readDraft(): Draft | null {
+  const text = storage.get(DRAFT_KEY);
+  if (!text) return null;
+  try {
+    const d = JSON.parse(text) as Draft;
+    return d && typeof d === 'object' && d.source && d.graph ? d : null;
+  } catch {
+    return null;
+  }
+}
 
 function initialTheme(): Theme {
   return storage.get('codefy.theme') === 'light' ? 'light' : 'dark';
@@ -322,7 +355,11 @@ export const useEditor = create<EditorState>()((set, get) => {
     }
     void get().refreshLists();
     const wanted = typeof window === 'undefined' ? ({ kind: 'new' } as GraphSource) : sourceFromSearch(window.location.search);
-    if (wanted.kind === 'example') await get().openExample(wanted.path);
+    const draft = readDraft();
+    if (draft && draftFits(draft, wanted) && (await get().openGraph(draft.graph, draft.source))) {
+      set({ unsaved: true });
+      get().say('info', t('draft.restored', { time: new Date(draft.at).toLocaleTimeString() }));
+    } else if (wanted.kind === 'example') await get().openExample(wanted.path);
     else if (wanted.kind === 'saved') await get().openSaved(wanted.name);
     else await get().newGraph();
     if (get().status === 'ready') getSocket().connect().catch(() => undefined);
@@ -795,3 +832,16 @@ export function resetEditorForTests(): void {
   initOnce = null;
   useEditor.setState(useEditor.getInitialState(), true);
 }
+
+// Keep the open graph's unsaved edits in this browser (a moment after the
+// last change), and forget them once the graph is saved or replaced.
+let draftTimer: ReturnType<typeof setTimeout> | undefined;
+useEditor.subscribe((s, prev) => {
+  if (s.nodes === prev.nodes && s.edges === prev.edges && s.meta === prev.meta && s.unsaved === prev.unsaved) return;
+  clearTimeout(draftTimer);
+  draftTimer = setTimeout(() => {
+    const now = useEditor.getState();
+    if (!now.unsaved) return storage.remove(DRAFT_KEY);
+    storage.set(DRAFT_KEY, JSON.stringify({ source: now.source, graph: now.exportGraph(), at: Date.now() } satisfies Draft));
+  }, 400);
+});
