@@ -28,7 +28,11 @@ class EditorRun : public RunListener {
       : c_(std::move(c)), client_run_id_(std::move(client_run_id)), device_warnings_(std::move(device_warnings)) {}
 
   void on_run_start(const std::string& run_id) override {
-    emit({{"type", "execution_start"}, {"run_id", client_run_id_.empty() ? run_id : client_run_id_}});
+    // server_run_id (Codefy's addition) names the run in /api/runs, so an
+    // editor whose connection dropped can ask how the run ended.
+    emit({{"type", "execution_start"},
+          {"run_id", client_run_id_.empty() ? run_id : client_run_id_},
+          {"server_run_id", run_id}});
     for (const auto& w : device_warnings_) emit({{"type", "warning"}, {"node_id", nullptr}, {"message", w}});
   }
   void on_node_entry(const NodeRef& n) override {

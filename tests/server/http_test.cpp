@@ -221,7 +221,7 @@ TEST_F(ServerFixture, AnExampleRunFromTheEditorReadsFilesBesideIt) {
   auto messages = ws->until("execution_error");
   EXPECT_NE(messages.back()["error"].get<std::string>().find("flowers.csv"), std::string::npos);
   const auto failed = std::find_if(messages.begin(), messages.end(), [](const nlohmann::json& m) {
-    return m["node_id"] == "data" && m["status"] == "error";
+    return m.value("node_id", nlohmann::json()) == "data" && m.value("status", "") == "error";
   });
   ASSERT_NE(failed, messages.end());
   EXPECT_EQ((*failed)["field"], "param \"path\"");  // the editor marks the param
@@ -248,10 +248,10 @@ TEST_F(ServerFixture, WebSocketRunsAGraphWithCodefyUIsMessages) {
   EXPECT_EQ(s.size(), 7u);
   int epochs = 0;
   for (const auto& m : messages)
-    if (m["status"] == "progress" && m["progress"]["event"] == "epoch") ++epochs;
+    if (m.value("status", "") == "progress" && m["progress"].value("event", "") == "epoch") ++epochs;
   EXPECT_EQ(epochs, 2);
   for (const auto& m : messages)
-    if (m["node_id"] == "train" && m["status"] == "completed") {
+    if (m.value("node_id", nlohmann::json()) == "train" && m.value("status", "") == "completed") {
       EXPECT_TRUE(m["output_summary"].contains("metrics"));
     }
   // Unknown actions and malformed frames get an answer; the connection stays.

@@ -187,3 +187,30 @@ test('unsaved edits survive a reload of the page', async ({ page }) => {
   await expect(page.getByTestId('node-data')).toBeVisible();
   await expect(page.getByTestId('messages')).not.toContainText('Restored');
 });
+
+test('a connection that drops mid-run: the editor says so and shows how the run really ended', async ({ page }) => {
+  // Every editor connection goes through this proxy, which the test can cut.
+  const cut: Array<() => Promise<void>> = [];
+  await page.routeWebSocket(/\/ws\/execution/, (ws) => {
+    const server = ws.connectToServer();
+    // Both ends go, as when a cable is pulled: the server notices and stops the run.
+    cut.push(async () => {
+      await server.close().catch(() => undefined);
+      await ws.close({ code: 1001, reason: 'cable pulled' }).catch(() => undefined);
+    });
+  });
+  await openExample(page, 'toy-mlp');
+  await setParam(page, 'train', 'early_stopping_patience', '0');
+  await setParam(page, 'train', 'epochs', '5000');
+  await page.getByTestId('run').click();
+  await expect.poll(() => points(page)).toBeGreaterThan(2);
+  await Promise.all(cut.map((close) => close()));
+  const messages = page.getByTestId('messages');
+  await expect(messages).toContainText('connection to the server was lost');
+  // The server stops a run whose editor goes away; its run list says so.
+  await expect(messages).toContainText('The server says the run ended: stopped', { timeout: 15_000 });
+  await expect(page.getByTestId('run')).toBeEnabled();
+  await expect(status(page, 'train')).toHaveAttribute('data-status', 'skipped');  // no longer shown as running
+  await expect(page.getByTestId('connection')).toHaveAttribute('data-state', 'open', { timeout: 15_000 });  // back
+  await shot(page, '13-connection-dropped');
+});

@@ -79,3 +79,14 @@ export interface SaveResult {
  */
 export const saveGraph = (graph: GraphJson, overwrite: boolean) =>
   post<SaveResult>('/api/graph/save', overwrite ? graph : { ...graph, overwrite: false });
+
+/** A run as /api/runs/{id} reports it (status: queued, running, completed, failed, stopped). */
+export interface RunRecord {
+  run_id: string;
+  status: string;
+  error?: unknown;
+}
+
+export async function getRun(id: string): Promise<RunRecord> {
+  return get<RunRecord>(`/api/runs/${encodeURIComponent(id)}`);
+}

@@ -149,7 +149,7 @@ export interface ProgressEvent {
 export type NodeRunStatus = 'running' | 'completed' | 'cached' | 'error' | 'skipped';
 
 export type ServerMessage =
-  | { type: 'execution_start'; run_id?: string }
+  | { type: 'execution_start'; run_id?: string; server_run_id?: string }
   | { type: 'execution_complete' }
   | { type: 'execution_error'; error: string }
   | { type: 'execution_stopped' }

@@ -30,6 +30,7 @@ export const en = {
   'socket.closed': 'Not connected',
   'socket.refused': 'The server refused the run connection: {reason}',
   'socket.lostRun': 'The connection to the server was lost; the server stops a run whose editor goes away.',
+  'socket.runEnded': 'The server says the run ended: {status}.',
   'socket.connectFailed': 'Could not connect to the server to run: {error}',
 
   'palette.label': 'Nodes',

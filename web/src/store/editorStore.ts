@@ -44,6 +44,7 @@ import {
   idleRun,
   markIssues,
   reduceRun,
+  settleRunning,
   startRun,
   type MessageLevel,
   type NewMessage,
@@ -287,16 +288,37 @@ let socket: api.ExecutionSocket | null = null;
 let initOnce: Promise<void> | null = null;
 
 export const useEditor = create<EditorState>()((set, get) => {
+  /** Asks the server how run `id` ended (a few tries while it winds down) and says so. */
+  const reportRunEnd = async (id: string) => {
+    for (let i = 0; i < 20; i++) {
+      try {
+        const r = await api.getRun(id);
+        if (r.status !== 'queued' && r.status !== 'running') {
+          const outcome = r.status === 'completed' ? 'completed' : r.status === 'failed' ? 'error' : 'stopped';
+          if (get().run.serverRunId === id) set((s) => ({ run: { ...s.run, outcome } }));
+          get().say(r.status === 'completed' ? 'info' : 'warning', t('socket.runEnded', { status: r.status }));
+          return;
+        }
+      } catch {
+        /* the server may be restarting: try again */
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  };
+
   const getSocket = (): api.ExecutionSocket => {
     socket ??= new api.ExecutionSocket(
       (m) => get().receive(m),
       (state, reason) => {
         set({ socket: state });
         if (reason) get().say('error', t('socket.refused', { reason }));
-        // A connection lost mid-run ends that run on the server (CodefyUI's rule): the editor says so.
+        // A connection lost mid-run ends that run on the server (CodefyUI's rule),
+        // unless it ended first: the server's run list says which.
         if (state === 'closed' && get().run.phase !== 'idle') {
-          set((s) => ({ run: { ...s.run, phase: 'idle', outcome: 'stopped' } }));
+          const serverRunId = get().run.serverRunId;
+          set((s) => ({ run: { ...s.run, phase: 'idle', outcome: 'stopped', statuses: settleRunning(s.run.statuses) } }));
           get().say('error', t('socket.lostRun'));
+          if (serverRunId) void reportRunEnd(serverRunId);
         }
       },
     );

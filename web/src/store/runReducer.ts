@@ -40,6 +40,8 @@ export interface RunState {
   phase: RunPhase;
   outcome: RunOutcome;
   runId: string | null;
+  /** The server's name for the run (/api/runs/{id}), from execution_start. */
+  serverRunId?: string;
   statuses: Record<string, NodeStatus>;
   progress: Record<string, TrainingProgress>;
   loss: Record<string, LossSeries>;
@@ -158,7 +160,12 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
   switch (msg.type) {
     case 'execution_start':
       return {
-        state: { ...state, phase: 'running', runId: msg.run_id ?? state.runId },
+        state: {
+          ...state,
+          phase: 'running',
+          runId: msg.run_id ?? state.runId,
+          ...(msg.server_run_id ? { serverRunId: msg.server_run_id } : {}),
+        },
         messages: [{ level: 'info', text: t('run.started') }],
       };
     case 'node_status': {
@@ -258,7 +265,8 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
 }
 
 /** Nodes still marked running when a run ends went no further. */
-function settleRunning(statuses: Record<string, NodeStatus>): Record<string, NodeStatus> {
+/** Nodes still running when a run ends without saying how they ended are shown as skipped. */
+export function settleRunning(statuses: Record<string, NodeStatus>): Record<string, NodeStatus> {
   const out: Record<string, NodeStatus> = {};
   for (const [id, s] of Object.entries(statuses)) out[id] = s === 'running' ? 'skipped' : s;
   return out;
