@@ -195,7 +195,7 @@ TEST_F(ServerFixture, RecordedOutputsAreListedSlicedAndCounted) {
   ASSERT_EQ(rows.status, 200) << rows.body;
   nlohmann::json losses_row;
   for (const auto& row : rows.json)
-    if (row["node_id"] == "train" && row["port"] == "losses") losses_row = row;
+    if (row.value("node_id", "") == "train" && row.value("port", "") == "losses") losses_row = row;
   EXPECT_EQ(losses_row["type"], "tensor");
   EXPECT_EQ(losses_row["full_shape"], (std::vector<int64_t>{3}));  // one loss per epoch
   const Reply all = get("/api/execution/outputs/r-1/train/losses");
@@ -214,7 +214,7 @@ TEST_F(ServerFixture, RecordedOutputsAreListedSlicedAndCounted) {
   EXPECT_EQ(get("/api/execution/outputs/r-9").json["detail"], "run 'r-9' not found");
 
   // /api/health counts what the stores hold.
-  const auto caches = get("/api/health").json["caches"];
+  auto caches = get("/api/health").json["caches"];
   EXPECT_EQ(caches["run_output_store"]["runs"], 1);
   EXPECT_GT(caches["run_output_store"]["bytes"].get<int64_t>(), 0);
   EXPECT_EQ(caches["node_state_store"]["modules"], 1);  // the SequentialModel, kept for the next run
@@ -290,7 +290,7 @@ TEST_F(ServerFixture, StoresStayWithinTheirCapsUnderUse) {
     const auto s = statuses(ws->until("execution_complete"));
     EXPECT_EQ(s.at("data").back(), "completed") << id;  // never stored, so never served from the cache
     EXPECT_EQ(s.at("loss").back(), std::string(id) == "a" ? "completed" : "cached") << id;
-    const auto caches = get("/api/health").json["caches"];
+    auto caches = get("/api/health").json["caches"];
     EXPECT_LE(caches["execution_cache"]["bytes"].get<int64_t>(), 64 << 10) << id;
     EXPECT_LE(caches["run_output_store"]["runs"].get<int>(), 2) << id;
   }

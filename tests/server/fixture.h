@@ -32,7 +32,10 @@ namespace websocket = beast::websocket;
 
 struct Reply {
   int status = 0;
-  nlohmann::json json;
+  /// Mutable so that `reply.json["key"]` on a const Reply uses json's
+  /// non-const operator[] (a missing key reads as null and the test fails
+  /// cleanly); the const one is undefined behaviour for a missing key.
+  mutable nlohmann::json json;
   std::string body;
   std::map<std::string, std::string> headers;  ///< names lower-case
 };
