@@ -133,8 +133,6 @@ class NodeContext {
   static std::string describe(const std::exception& e);
   /// Throws NodeFailure blaming input port `port` (`..., input "port": message`).
   [[noreturn]] static void fail_input(const std::string& port, const std::string& message);
-  /// Throws NodeFailure blaming no parameter or port in particular.
-  [[noreturn]] static void fail(const std::string& message);
 
  private:
   [[noreturn]] void fail_input_kind(const std::string& port, const Value& got) const;

@@ -37,7 +37,6 @@ NodeContext::NodeContext(const NodeRef& node, const graph::NodeDef& def, const n
                          const RunSettings& run, std::map<std::string, InputSource> sources)
     : node_(node), def_(def), params_(params), inputs_(std::move(inputs)), sources_(std::move(sources)), run_(run) {}
 
-void NodeContext::fail(const std::string& message) { throw NodeFailure("", message); }
 void NodeContext::fail_param(const std::string& name, const std::string& message) {
   throw NodeFailure("param \"" + name + "\"", message);
 }
