@@ -3,8 +3,11 @@ import { useEffect } from 'react';
 import { Canvas } from './canvas/Canvas';
 import { BottomPanel } from './panels/BottomPanel';
 import { FilesDialog } from './panels/FilesDialog';
+import { HelpSheet } from './panels/HelpSheet';
+import { QuickAdd } from './panels/QuickAdd';
 import { Palette } from './panels/Palette';
 import { SidePanel } from './panels/SidePanel';
+import { TabBar } from './panels/TabBar';
 import { Toasts } from './panels/Toasts';
 import { Toolbar } from './panels/Toolbar';
 import { useEditor } from './store/editorStore';
@@ -29,11 +32,14 @@ export function App() {
         <Toolbar />
         <Palette />
         <main className="canvas-area">
+          <TabBar />
           <Canvas />
           <SidePanel />
         </main>
         <BottomPanel />
         {filesOpen && <FilesDialog />}
+        <QuickAdd />
+        <HelpSheet />
         <Toasts />
       </div>
     </ReactFlowProvider>

@@ -9,7 +9,7 @@ import {
   type IsValidConnection,
   type OnConnectEnd,
 } from '@xyflow/react';
-import { useCallback, useEffect, useRef, type DragEvent } from 'react';
+import { useCallback, useEffect, useRef, type DragEvent, type MouseEvent } from 'react';
 import { DATA_EDGE, NODE_COMPONENT, TRIGGER_EDGE, type CodefyEdge, type CodefyNode } from '../graph/graphJson';
 import { t } from '../i18n';
 import { GenericNode } from '../nodes/GenericNode';
@@ -17,6 +17,7 @@ import { useEditor } from '../store/editorStore';
 import { CheckedConnectionLine } from './ConnectionLine';
 import { connectionOf } from './connectionOf';
 import { TriggerEdge, TypedEdge } from './edges';
+import { useShortcuts } from './useShortcuts';
 
 import { PALETTE_MIME } from './dnd';
 
@@ -43,6 +44,21 @@ export function Canvas() {
   const initialized = useNodesInitialized();
   const fitted = useRef(0);
   const measureCheck = useEditor((s) => s.measureCheck);
+  const pointer = useRef<{ x: number; y: number } | null>(null);
+  useShortcuts(wrapper, pointer);
+
+  // A double-click on the background opens the quick-add search there.
+  const onDoubleClick = useCallback(
+    (e: MouseEvent) => {
+      const target = e.target as Element;
+      if (!target.closest('.react-flow__pane') || target.closest('.react-flow__node')) return;
+      useEditor.getState().openQuickAdd({
+        screen: { x: e.clientX, y: e.clientY },
+        flow: screenToFlowPosition({ x: e.clientX, y: e.clientY }),
+      });
+    },
+    [screenToFlowPosition],
+  );
 
   // Fit a newly opened (or laid out) graph once all its nodes have been measured; an opened graph
   // laid out with estimated sizes is first laid out again with the measured ones.
@@ -119,7 +135,16 @@ export function Canvas() {
   );
 
   return (
-    <div className="canvas" data-testid="canvas" ref={wrapper} onDragOver={onDragOver} onDrop={onDrop}>
+    <div
+      className="canvas"
+      data-testid="canvas"
+      ref={wrapper}
+      onDragOver={onDragOver}
+      onDrop={onDrop}
+      onDoubleClick={onDoubleClick}
+      onMouseMove={(e) => (pointer.current = { x: e.clientX, y: e.clientY })}
+      onMouseLeave={() => (pointer.current = null)}
+    >
       <ReactFlow<CodefyNode, CodefyEdge>
         nodes={nodes}
         edges={edges}
@@ -136,6 +161,8 @@ export function Canvas() {
         maxZoom={2}
         deleteKeyCode={['Backspace', 'Delete']}
         selectNodesOnDrag={false}
+        zoomOnDoubleClick={false}
+        multiSelectionKeyCode={['Shift', 'Meta', 'Control']}
         fitView
         fitViewOptions={{ padding: 0.08, maxZoom: 1 }}
       >

@@ -41,6 +41,8 @@ export function Toolbar() {
   const devices = useEditor((s) => s.devices);
   const device = useEditor((s) => s.device);
   const theme = useEditor((s) => s.theme);
+  const canUndo = useEditor((s) => s.history.past.length > 0);
+  const canRedo = useEditor((s) => s.history.future.length > 0);
   const a = useEditor.getState();
   const fileInput = useRef<HTMLInputElement>(null);
 
@@ -104,6 +106,12 @@ export function Toolbar() {
         </button>
       </div>
       <div className="tool-group">
+        <button type="button" className="icon" data-testid="undo" onClick={() => a.undo()} disabled={!canUndo} title={`${t('edit.undo')} (Ctrl+Z)`} aria-label={t('edit.undo')}>
+          ↶
+        </button>
+        <button type="button" className="icon" data-testid="redo" onClick={() => a.redo()} disabled={!canRedo} title={`${t('edit.redo')} (Ctrl+Shift+Z)`} aria-label={t('edit.redo')}>
+          ↷
+        </button>
         <button type="button" data-testid="tidy" onClick={() => void a.tidyUp()} title={t('toolbar.tidyHint')}>
           {t('toolbar.tidy')}
         </button>
@@ -147,6 +155,16 @@ export function Toolbar() {
         title={t(`socket.${socket}`)}
         aria-label={t(`socket.${socket}`)}
       />
+      <button
+        type="button"
+        data-testid="help"
+        className="icon"
+        onClick={() => a.setHelpOpen(true)}
+        title={`${t('help.open')} (?)`}
+        aria-label={t('help.open')}
+      >
+        ?
+      </button>
       <button
         type="button"
         data-testid="theme-toggle"

@@ -35,6 +35,9 @@ import {
   type CodefyNode,
   type GraphMeta,
 } from '../graph/graphJson';
+import { copySelection, parseClipboard, pasteNodes } from '../graph/clipboard';
+import { emptyHistory, record, redo, undo, type History } from '../graph/history';
+import { uniqueId } from '../graph/ids';
 import { issuesFromValidation } from '../graph/issues';
 import { defaultParams } from '../graph/params';
 import { shapeOf, TRIGGER_HANDLE, type EdgeEnds, type NodeShape } from '../graph/ports';
@@ -64,6 +67,30 @@ export interface Toast {
   id: number;
   level: MessageLevel;
   text: string;
+}
+
+/** The open graph as undo and redo go back and forth over it. */
+export interface GraphSnap {
+  meta: GraphMeta;
+  nodes: CodefyNode[];
+  edges: CodefyEdge[];
+}
+
+/** Everything that belongs to one open graph (one tab): kept aside while another tab is shown. */
+export interface GraphDoc extends GraphSnap {
+  source: GraphSource;
+  changed: Record<string, true>;
+  unsaved: boolean;
+  selectedId: string | null;
+  measureCheck: 'laidOut' | 'check' | null;
+  run: RunState;
+  history: History<GraphSnap>;
+}
+
+/** Where the quick-add search opened: on the screen, and the canvas position a node lands at. */
+export interface QuickAddSpot {
+  screen: { x: number; y: number };
+  flow: { x: number; y: number };
 }
 
 export interface EditorState {
@@ -99,6 +126,14 @@ export interface EditorState {
    * (lay it out if they overlap at the measured sizes). Cleared by `relayoutMeasured`.
    */
   measureCheck: 'laidOut' | 'check' | null;
+  history: History<GraphSnap>;
+
+  // ── the tabs: the open graph above is the active one; the others wait in `parked` ──
+  tabOrder: number[];
+  activeTab: number;
+  parked: Record<number, GraphDoc>;
+  /** The tab whose graph the current (or last) run is running. */
+  runTab: number | null;
 
   // ── the run ──
   run: RunState;
@@ -109,10 +144,13 @@ export interface EditorState {
   theme: Theme;
   filesOpen: boolean;
   bottomOpen: boolean;
+  helpOpen: boolean;
+  quickAdd: QuickAddSpot | null;
 
   // ── actions ──
   init(): Promise<void>;
-  openGraph(json: unknown, source: GraphSource): Promise<boolean>;
+  /** Opens a graph in a new tab (or in the shown tab when it holds nothing worth keeping); false when it is not a graph. */
+  openGraph(json: unknown, source: GraphSource, where?: 'auto' | 'newTab'): Promise<boolean>;
   openExample(path: string): Promise<void>;
   openSaved(name: string): Promise<void>;
   importFile(file: File): Promise<void>;
@@ -135,6 +173,24 @@ export interface EditorState {
   setParam(nodeId: string, name: string, value: unknown): void;
   select(nodeId: string | null): void;
 
+  undo(): void;
+  redo(): void;
+  /** The selected nodes and their wires as graph.json text (null with nothing selected). */
+  copySelection(): string | null;
+  /** Copies the selection and removes it; the copied text, or null. */
+  cutSelection(): string | null;
+  /** Pastes graph.json text (the editor's own copy, or a file's): its nodes added with fresh ids at `at`, selected. */
+  paste(text: string, at?: { x: number; y: number }): boolean;
+  /** Copies the selected nodes next to themselves. */
+  duplicateSelection(): void;
+  selectAll(): void;
+
+  /** A new tab with a fresh graph. */
+  newTab(): Promise<void>;
+  switchTab(id: number): void;
+  /** Closes a tab (asking first when it has unsaved changes); false when it stays open. */
+  closeTab(id: number): boolean;
+
   runGraph(): Promise<void>;
   /** A param field holds text that is not a good value (or, with null, no longer does). */
   setDraftError(nodeId: string, param: string, error: string | null): void;
@@ -146,6 +202,8 @@ export interface EditorState {
   setTheme(theme: Theme): void;
   setFilesOpen(open: boolean): void;
   setBottomOpen(open: boolean): void;
+  setHelpOpen(open: boolean): void;
+  openQuickAdd(spot: QuickAddSpot | null): void;
   say(level: MessageLevel, text: string, extra?: Partial<NewMessage>): void;
   toast(level: MessageLevel, text: string): void;
   dismissToast(id: number): void;
@@ -182,30 +240,50 @@ const storage = {
   },
 };
 
-/** Unsaved edits kept in this browser, so a reload or a server restart loses nothing. */
-const DRAFT_KEY = 'codefy.draft';
+/**
+ * Unsaved edits kept in this browser, so a reload or a server restart loses nothing: one draft per
+ * graph (an example, a saved graph, or the one unnamed scratch graph), the most recent few.
+ */
+const DRAFTS_KEY = 'codefy.drafts';
+const DRAFTS_KEPT = 10;
 interface Draft {
   source: GraphSource;
   graph: unknown;
   at: number;
 }
 
-/** Whether a kept draft belongs to what the address asks to open. */
-function draftFits(draft: Draft, wanted: GraphSource): boolean {
-  if (wanted.kind === 'example') return draft.source.kind === 'example' && draft.source.path === wanted.path;
-  if (wanted.kind === 'saved') return draft.source.kind === 'saved' && draft.source.name === wanted.name;
-  return draft.source.kind === 'new' || draft.source.kind === 'file';
+/** Which draft a graph from `source` keeps its edits in. */
+export function draftKey(source: GraphSource): string {
+  if (source.kind === 'example') return `example:${source.path}`;
+  if (source.kind === 'saved') return `saved:${source.name}`;
+  return 'scratch';
 }
 
-function readDraft(): Draft | null {
-  const text = storage.get(DRAFT_KEY);
-  if (!text) return null;
+function readDrafts(): Record<string, Draft> {
+  const text = storage.get(DRAFTS_KEY);
+  if (!text) return {};
   try {
-    const d = JSON.parse(text) as Draft;
-    return d && typeof d === 'object' && d.source && d.graph ? d : null;
+    const all = JSON.parse(text) as unknown;
+    if (!all || typeof all !== 'object' || Array.isArray(all)) return {};
+    const out: Record<string, Draft> = {};
+    for (const [k, d] of Object.entries(all as Record<string, Draft>))
+      if (d && typeof d === 'object' && d.source && d.graph && typeof d.at === 'number') out[k] = d;
+    return out;
   } catch {
-    return null;
+    return {};
   }
+}
+
+function writeDraft(key: string, draft: Draft | null): void {
+  const all = readDrafts();
+  if (draft) all[key] = draft;
+  else if (key in all) delete all[key];
+  else return;
+  const kept = Object.entries(all)
+    .sort(([, a], [, b]) => b.at - a.at)
+    .slice(0, DRAFTS_KEPT);
+  if (kept.length) storage.set(DRAFTS_KEY, JSON.stringify(Object.fromEntries(kept)));
+  else storage.remove(DRAFTS_KEY);
 }
 
 function initialTheme(): Theme {
@@ -264,12 +342,39 @@ function freeSpot(s: Pick<EditorState, 'defs' | 'edges' | 'nodes'>, shape: NodeS
   return p;
 }
 
-function uniqueId(base: string, taken: (id: string) => boolean): string {
-  const stem = base.replace(/^preset:/, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '').toLowerCase() || 'node';
-  for (let i = 1; ; i++) {
-    const id = `${stem}_${i}`;
-    if (!taken(id)) return id;
-  }
+const snapOf = (s: GraphSnap): GraphSnap => ({ meta: s.meta, nodes: s.nodes, edges: s.edges });
+
+function docOf(s: EditorState): GraphDoc {
+  return {
+    meta: s.meta,
+    nodes: s.nodes,
+    edges: s.edges,
+    source: s.source,
+    changed: s.changed,
+    unsaved: s.unsaved,
+    selectedId: s.selectedId,
+    measureCheck: s.measureCheck,
+    run: s.run,
+    history: s.history,
+  };
+}
+
+/** A tab holding nothing worth keeping: opening a graph replaces it instead of adding a tab. */
+export function isBlankDoc(d: Pick<GraphDoc, 'source' | 'unsaved' | 'nodes' | 'run'>): boolean {
+  return d.source.kind === 'new' && !d.unsaved && d.nodes.length <= 1 && d.run.phase === 'idle';
+}
+
+/** Whether two open graphs came from the same place (so opening it again shows the open one). */
+function sameSource(a: GraphSource, b: GraphSource): boolean {
+  if (a.kind === 'example' && b.kind === 'example') return a.path === b.path;
+  if (a.kind === 'saved' && b.kind === 'saved') return a.name === b.name;
+  return false;
+}
+
+/** Nodes whose params differ between two versions of a graph (they must run again). */
+function paramsChanged(a: readonly CodefyNode[], b: readonly CodefyNode[]): string[] {
+  const before = new Map(a.map((n) => [n.id, n.data.params]));
+  return b.filter((n) => before.get(n.id) !== n.data.params).map((n) => n.id);
 }
 
 /** The file name the server saves a graph name under (graph_routes.cpp's sanitize_name). */
@@ -288,6 +393,24 @@ let socket: api.ExecutionSocket | null = null;
 let initOnce: Promise<void> | null = null;
 
 export const useEditor = create<EditorState>()((set, get) => {
+  /** The run of tab `tab` (the active tab's, or one kept aside). */
+  const runOf = (tab: number): RunState | undefined => (tab === get().activeTab ? get().run : get().parked[tab]?.run);
+  const setRunOf = (tab: number, update: (r: RunState) => RunState) => {
+    if (tab === get().activeTab) set((s) => ({ run: update(s.run) }));
+    else
+      set((s) => {
+        const doc = s.parked[tab];
+        return doc ? { parked: { ...s.parked, [tab]: { ...doc, run: update(doc.run) } } } : {};
+      });
+  };
+  /** The tab of the run the socket reports on. */
+  const runTabNow = () => get().runTab ?? get().activeTab;
+
+  /** The history after recording the open graph as it is now, before an edit tagged `tag`. */
+  const recorded = (s: EditorState, tag: string) => ({ history: record(s.history, snapOf(s), tag, Date.now()) });
+  /** Whether a drag of nodes has been recorded for undo already (one step per drag). */
+  let dragRecorded = false;
+  let nextTab = 2;
   /** Asks the server how run `id` ended (a few tries while it winds down) and says so. */
   const reportRunEnd = async (id: string) => {
     for (let i = 0; i < 20; i++) {
@@ -295,7 +418,8 @@ export const useEditor = create<EditorState>()((set, get) => {
         const r = await api.getRun(id);
         if (r.status !== 'queued' && r.status !== 'running') {
           const outcome = r.status === 'completed' ? 'completed' : r.status === 'failed' ? 'error' : 'stopped';
-          if (get().run.serverRunId === id) set((s) => ({ run: { ...s.run, outcome } }));
+          const tab = runTabNow();
+          if (runOf(tab)?.serverRunId === id) setRunOf(tab, (r) => ({ ...r, outcome }));
           get().say(r.status === 'completed' ? 'info' : 'warning', t('socket.runEnded', { status: r.status }));
           return;
         }
@@ -314,15 +438,37 @@ export const useEditor = create<EditorState>()((set, get) => {
         if (reason) get().say('error', t('socket.refused', { reason }));
         // A connection lost mid-run ends that run on the server (CodefyUI's rule),
         // unless it ended first: the server's run list says which.
-        if (state === 'closed' && get().run.phase !== 'idle') {
-          const serverRunId = get().run.serverRunId;
-          set((s) => ({ run: { ...s.run, phase: 'idle', outcome: 'stopped', statuses: settleRunning(s.run.statuses) } }));
+        const tab = runTabNow();
+        const run = runOf(tab);
+        if (state === 'closed' && run && run.phase !== 'idle') {
+          const serverRunId = run.serverRunId;
+          setRunOf(tab, (r) => ({ ...r, phase: 'idle', outcome: 'stopped', statuses: settleRunning(r.statuses) }));
           get().say('error', t('socket.lostRun'));
           if (serverRunId) void reportRunEnd(serverRunId);
         }
       },
     );
     return socket;
+  };
+
+  /** Shows an earlier or later version of the open graph (undo, redo); its edited nodes run again. */
+  const restore = (snap: GraphSnap, history: History<GraphSnap>) => {
+    set((s) => {
+      const changed = { ...s.changed };
+      for (const id of paramsChanged(s.nodes, snap.nodes)) changed[id] = true;
+      const selectedId = snap.nodes.some((n) => n.id === s.selectedId) ? s.selectedId : null;
+      return { ...snap, history, changed, selectedId, unsaved: true };
+    });
+  };
+
+  /** Shows the tab that already holds the graph from `source`; false when none does. */
+  const showOpen = (source: GraphSource): boolean => {
+    const s = get();
+    if (sameSource(s.source, source)) return true;
+    const tab = s.tabOrder.find((id) => id !== s.activeTab && s.parked[id] && sameSource(s.parked[id].source, source));
+    if (tab === undefined) return false;
+    get().switchTab(tab);
+    return true;
   };
 
   const setSource = (source: GraphSource) => {
@@ -377,8 +523,8 @@ export const useEditor = create<EditorState>()((set, get) => {
     }
     void get().refreshLists();
     const wanted = typeof window === 'undefined' ? ({ kind: 'new' } as GraphSource) : sourceFromSearch(window.location.search);
-    const draft = readDraft();
-    if (draft && draftFits(draft, wanted) && (await get().openGraph(draft.graph, draft.source))) {
+    const draft = readDrafts()[draftKey(wanted)];
+    if (draft && (await get().openGraph(draft.graph, draft.source))) {
       set({ unsaved: true });
       get().say('info', t('draft.restored', { time: new Date(draft.at).toLocaleTimeString() }));
     } else if (wanted.kind === 'example') await get().openExample(wanted.path);
@@ -409,6 +555,12 @@ export const useEditor = create<EditorState>()((set, get) => {
     selectedId: null,
     fitRequest: 0,
     measureCheck: null,
+    history: emptyHistory<GraphSnap>(),
+
+    tabOrder: [1],
+    activeTab: 1,
+    parked: {},
+    runTab: null,
 
     run: idleRun(),
     messages: [],
@@ -417,6 +569,8 @@ export const useEditor = create<EditorState>()((set, get) => {
     theme: initialTheme(),
     filesOpen: false,
     bottomOpen: true,
+    helpOpen: false,
+    quickAdd: null,
 
     init() {
       // Once per page (StrictMode runs the mounting effect twice in development).
@@ -433,7 +587,7 @@ export const useEditor = create<EditorState>()((set, get) => {
       set({ examples, savedGraphs, models });
     },
 
-    async openGraph(json, source) {
+    async openGraph(json, source, where = 'auto') {
       let flow;
       try {
         flow = graphToFlow(json);
@@ -456,6 +610,11 @@ export const useEditor = create<EditorState>()((set, get) => {
         );
         nodes = nodes.map((n) => ({ ...n, position: placed.get(n.id) ?? n.position }));
       }
+      // A graph opens in a tab of its own, unless the shown tab holds nothing worth keeping.
+      if (where === 'newTab' || !isBlankDoc(get())) {
+        const id = nextTab++;
+        set((st) => ({ parked: { ...st.parked, [st.activeTab]: docOf(st) }, tabOrder: [...st.tabOrder, id], activeTab: id }));
+      }
       set((st) => ({
         meta: flow.meta,
         source,
@@ -465,6 +624,7 @@ export const useEditor = create<EditorState>()((set, get) => {
         unsaved: false,
         selectedId: null,
         run: idleRun(),
+        history: emptyHistory<GraphSnap>(),
         fitRequest: st.fitRequest + 1,
         measureCheck: nodes.length === 0 ? null : flow.unplaced.length > 0 || overlapping ? 'laidOut' : 'check',
       }));
@@ -477,6 +637,7 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     async openExample(path) {
+      if (showOpen({ kind: 'example', path })) return;
       try {
         const json = await api.loadExample(path);
         await get().openGraph(json, { kind: 'example', path });
@@ -488,6 +649,7 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     async openSaved(name) {
+      if (showOpen({ kind: 'saved', name })) return;
       try {
         const json = await api.loadGraph(name);
         await get().openGraph(json, { kind: 'saved', name });
@@ -556,7 +718,7 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     setGraphName(name) {
-      set((s) => ({ meta: { ...s.meta, name }, unsaved: true }));
+      set((s) => ({ ...recorded(s, 'name'), meta: { ...s.meta, name }, unsaved: true }));
     },
 
     async tidyUp() {
@@ -567,6 +729,7 @@ export const useEditor = create<EditorState>()((set, get) => {
         s.edges,
       );
       set((st) => ({
+        ...recorded(st, 'tidy'),
         nodes: st.nodes.map((n) => ({ ...n, position: placed.get(n.id) ?? n.position })),
         unsaved: true,
         fitRequest: st.fitRequest + 1,
@@ -602,12 +765,22 @@ export const useEditor = create<EditorState>()((set, get) => {
         const selectionChanged = changes.some((c) => c.type === 'select' || c.type === 'remove');
         let selectedId = s.selectedId;
         if (selectionChanged) selectedId = nodes.find((n) => n.selected)?.id ?? null;
-        return { nodes, selectedId, unsaved: s.unsaved || moved };
+        // Undo steps: a removal (with the wires it takes, which arrive separately), and each drag once.
+        let history = s.history;
+        if (changes.some((c) => c.type === 'remove')) history = recorded(s, 'remove').history;
+        const drags = changes.filter((c) => c.type === 'position');
+        if (drags.some((c) => c.type === 'position' && c.dragging) && !dragRecorded) {
+          dragRecorded = true;
+          history = recorded(s, 'move').history;
+        }
+        if (drags.some((c) => c.type === 'position' && !c.dragging)) dragRecorded = false;
+        return { nodes, selectedId, unsaved: s.unsaved || moved, history };
       });
     },
 
     onEdgesChange(changes) {
       set((s) => ({
+        ...(changes.some((c) => c.type === 'remove') ? recorded(s, 'remove') : {}),
         edges: applyEdgeChanges(changes, s.edges),
         unsaved: s.unsaved || changes.some((c) => c.type === 'remove' || c.type === 'add'),
       }));
@@ -647,7 +820,7 @@ export const useEditor = create<EditorState>()((set, get) => {
           type: verdict.kind === 'trigger' ? TRIGGER_EDGE : DATA_EDGE,
           data: { kind: verdict.kind, raw: null },
         };
-        return { edges: [...kept, edge], unsaved: true };
+        return { ...recorded(s, 'connect'), edges: [...kept, edge], unsaved: true };
       });
     },
 
@@ -666,6 +839,7 @@ export const useEditor = create<EditorState>()((set, get) => {
         selected: true,
       };
       set((st) => ({
+        ...recorded(st, 'add'),
         nodes: [...st.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node],
         selectedId: id,
         changed: { ...st.changed, [id]: true },
@@ -683,6 +857,7 @@ export const useEditor = create<EditorState>()((set, get) => {
             ? { ...s.run, issues: { ...s.run.issues, [nodeId]: left } }
             : s.run;
         return {
+          ...recorded(s, `param:${nodeId}:${name}`),
           nodes: s.nodes.map((n) =>
             n.id === nodeId ? { ...n, data: { ...n.data, params: { ...n.data.params, [name]: value } } } : n,
           ),
@@ -701,6 +876,125 @@ export const useEditor = create<EditorState>()((set, get) => {
           return n.selected === selected ? n : { ...n, selected };
         }),
       }));
+    },
+
+    undo() {
+      const s = get();
+      const step = undo(s.history, snapOf(s));
+      if (step) restore(step.state, step.history);
+    },
+
+    redo() {
+      const s = get();
+      const step = redo(s.history, snapOf(s));
+      if (step) restore(step.state, step.history);
+    },
+
+    copySelection() {
+      const s = get();
+      const graph = copySelection(s.nodes, s.edges);
+      return graph ? JSON.stringify(graph) : null;
+    },
+
+    cutSelection() {
+      const text = get().copySelection();
+      if (!text) return null;
+      set((s) => {
+        const gone = new Set(s.nodes.filter((n) => n.selected).map((n) => n.id));
+        return {
+          ...recorded(s, 'cut'),
+          nodes: s.nodes.filter((n) => !gone.has(n.id)),
+          edges: s.edges.filter((e) => !gone.has(e.source) && !gone.has(e.target)),
+          selectedId: null,
+          unsaved: true,
+        };
+      });
+      return text;
+    },
+
+    paste(text, at) {
+      const parsed = parseClipboard(text);
+      if (!parsed) return false;
+      const s = get();
+      const left = Math.min(...parsed.nodes.map((n) => n.position.x));
+      const top = Math.min(...parsed.nodes.map((n) => n.position.y));
+      // Without a place to put them, copies land down and right of the originals, clear of what is there.
+      let spot = at ?? { x: left + 40, y: top + 40 };
+      if (!at) {
+        const boxes = s.nodes.map((n) => ({ id: n.id, ...n.position, ...sizeOf(s, n, true) }));
+        const first = parsed.nodes.find((n) => n.position.x === left) ?? parsed.nodes[0]!;
+        const size = sizeOf(s, first, false);
+        for (let i = 0; i < 40 && overlapsAny({ id: '', x: spot.x + first.position.x - left, y: spot.y + first.position.y - top, ...size }, boxes); i++)
+          spot = { x: spot.x + 40, y: spot.y + 40 };
+      }
+      const pasted = pasteNodes(parsed.nodes, parsed.edges, new Set(s.nodes.map((n) => n.id)), spot);
+      const changed = { ...s.changed };
+      for (const n of pasted.nodes) changed[n.id] = true;
+      set((st) => ({
+        ...recorded(st, 'paste'),
+        nodes: [...st.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), ...pasted.nodes],
+        edges: [...st.edges.map((e) => (e.selected ? { ...e, selected: false } : e)), ...pasted.edges],
+        selectedId: pasted.nodes.length === 1 ? pasted.nodes[0]!.id : null,
+        changed,
+        unsaved: true,
+      }));
+      return true;
+    },
+
+    duplicateSelection() {
+      const text = get().copySelection();
+      if (text) get().paste(text);
+    },
+
+    selectAll() {
+      set((s) => ({ nodes: s.nodes.map((n) => (n.selected ? n : { ...n, selected: true })), selectedId: null }));
+    },
+
+    async newTab() {
+      await get().openGraph(emptyGraph(), { kind: 'new' }, 'newTab');
+    },
+
+    switchTab(id) {
+      const s = get();
+      if (id === s.activeTab || !s.parked[id]) return;
+      const doc = s.parked[id];
+      const parked = { ...s.parked, [s.activeTab]: docOf(s) };
+      delete parked[id];
+      set((st) => ({ ...doc, parked, activeTab: id, fitRequest: st.fitRequest + 1, quickAdd: null }));
+      setSource(doc.source);
+    },
+
+    closeTab(id) {
+      const s = get();
+      const doc = id === s.activeTab ? docOf(s) : s.parked[id];
+      if (!doc) return false;
+      if (doc.run.phase !== 'idle') {
+        get().toast('warning', t('tabs.running'));
+        return false;
+      }
+      if (doc.unsaved && typeof window !== 'undefined' && !window.confirm(t('tabs.closeUnsaved', { name: doc.meta.name || t('graph.untitled') })))
+        return false;
+      if (doc.unsaved) writeDraft(draftKey(doc.source), null);
+      const order = s.tabOrder.filter((x) => x !== id);
+      if (order.length === 0) {
+        // The last tab closes into a fresh graph.
+        set({ unsaved: false, nodes: [], source: { kind: 'new' }, run: idleRun() });
+        void get().newGraph();
+        return true;
+      }
+      if (id !== s.activeTab) {
+        const parked = { ...s.parked };
+        delete parked[id];
+        set({ parked, tabOrder: order, ...(s.runTab === id ? { runTab: null } : {}) });
+        return true;
+      }
+      const next = order[Math.max(0, s.tabOrder.indexOf(id) - 1)]!;
+      const shown = s.parked[next]!;
+      const parked = { ...s.parked };
+      delete parked[next];
+      set((st) => ({ ...shown, parked, tabOrder: order, activeTab: next, fitRequest: st.fitRequest + 1, ...(s.runTab === id ? { runTab: null } : {}) }));
+      setSource(shown.source);
+      return true;
     },
 
     async validate() {
@@ -724,6 +1018,12 @@ export const useEditor = create<EditorState>()((set, get) => {
     async runGraph() {
       const s = get();
       if (s.run.phase !== 'idle') return;
+      // One run at a time per editor (the server runs one per connection): say where it is.
+      if (s.runTab !== null && s.runTab !== s.activeTab && (runOf(s.runTab)?.phase ?? 'idle') !== 'idle') {
+        const other = s.parked[s.runTab];
+        get().toast('warning', t('tabs.otherRunning', { name: other?.meta.name || t('graph.untitled') }));
+        return;
+      }
       // A field showing a refused value would otherwise run with its last good value, unseen.
       const drafts = Object.values(draftErrors).filter((d) => s.nodes.some((n) => n.id === d.nodeId));
       if (drafts.length) {
@@ -738,7 +1038,7 @@ export const useEditor = create<EditorState>()((set, get) => {
       }
       const id = runId();
       const graph = s.exportGraph();
-      set({ run: { ...startRun(id) }, bottomOpen: true });
+      set((st) => ({ run: { ...startRun(id) }, bottomOpen: true, runTab: st.activeTab }));
       let verdict: api.ValidateResponse | null = null;
       try {
         verdict = await api.validateGraph(graph);
@@ -792,8 +1092,11 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     receive(msg) {
-      const { state, messages } = reduceRun(get().run, msg);
-      set({ run: state });
+      const tab = runTabNow();
+      const run = runOf(tab);
+      if (!run) return;
+      const { state, messages } = reduceRun(run, msg);
+      setRunOf(tab, () => state);
       for (const m of messages) get().say(m.level, m.text, m);
       if (msg.type === 'execution_error') get().toast('error', t('run.failedToast'));
     },
@@ -816,6 +1119,14 @@ export const useEditor = create<EditorState>()((set, get) => {
 
     setBottomOpen(open) {
       set({ bottomOpen: open });
+    },
+
+    setHelpOpen(open) {
+      set({ helpOpen: open });
+    },
+
+    openQuickAdd(spot) {
+      set({ quickAdd: spot });
     },
 
     say(level, text, extra) {
@@ -863,7 +1174,8 @@ useEditor.subscribe((s, prev) => {
   clearTimeout(draftTimer);
   draftTimer = setTimeout(() => {
     const now = useEditor.getState();
-    if (!now.unsaved) return storage.remove(DRAFT_KEY);
-    storage.set(DRAFT_KEY, JSON.stringify({ source: now.source, graph: now.exportGraph(), at: Date.now() } satisfies Draft));
+    const key = draftKey(now.source);
+    if (!now.unsaved) return writeDraft(key, null);
+    writeDraft(key, { source: now.source, graph: now.exportGraph(), at: Date.now() });
   }, 400);
 });
