@@ -14,8 +14,16 @@ beforeEach(async () => {
 });
 
 describe('the open graph', () => {
-  it('opening lays out a graph whose positions overlap, and asks the canvas to fit it', () => {
+  it('opening lays out a graph whose positions overlap, and asks the canvas to fit it', async () => {
     expect(store().fitRequest).toBe(1);
+    expect(store().messages.map((m) => m.text)).not.toContain(
+      'Its saved positions put nodes on top of each other at the size they are drawn here, so it was laid out again.',
+    );
+    const [, json] = exampleGraphs().find(([p]) => p === 'examples/toy-mlp/graph.json')!;
+    const piled = { ...(json as object), nodes: (json as { nodes: object[] }).nodes.map((n) => ({ ...n, position: { x: 10, y: 10 } })) };
+    await store().openGraph(piled, { kind: 'file', filename: 'piled.json' });
+    expect(store().fitRequest).toBe(2);
+    expect(new Set(store().nodes.map((n) => `${n.position.x},${n.position.y}`)).size).toBe(store().nodes.length);
     expect(store().messages.map((m) => m.text)).toContain(
       'Its saved positions put nodes on top of each other at the size they are drawn here, so it was laid out again.',
     );
