@@ -1,6 +1,7 @@
 // Editing habits in a real browser: quick add at the cursor, undo/redo,
 // copy/paste through the clipboard events, tabs, and the shortcuts sheet.
 import { expect, test, type Page } from '@playwright/test';
+import { cardsPort } from '../playwright.config';
 
 const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
 
@@ -93,4 +94,29 @@ test('graphs open in tabs that keep their own edits; the shortcuts sheet lists t
   await shot(page, '23-shortcuts');
   await page.keyboard.press('Escape');
   await expect(sheet).toBeHidden();
+});
+
+test('the settings’ default device lists each card with its memory; graphs opened later start on it', async ({ page }) => {
+  await page.goto(`http://127.0.0.1:${cardsPort}/?example=toy-mlp`);
+  await expect(page.getByTestId('node-train')).toBeVisible();
+  await expect(page.locator('.react-flow__minimap')).toBeVisible();
+  await page.getByTestId('settings').click();
+  const select = page.getByTestId('settings-device');
+  const options = await select.locator('option').allTextContents();
+  expect(options).toContain('NVIDIA CUDA #0 · cuda:0 · NVIDIA A100-SXM4-80GB · 60.0/80.0 GiB');
+  expect(options).toContain('NVIDIA CUDA #1 · cuda:1 · NVIDIA GeForce RTX 4090 · 20.0/24.0 GiB');
+  await select.selectOption('cuda:1');
+  await shot(page, '24-settings');
+  await page.keyboard.press('Escape');
+  await expect(page.getByTestId('device-select')).toHaveValue('cuda:1');
+  // The toolbar changes this graph only; a new graph starts at the default again.
+  await page.getByTestId('device-select').selectOption('cpu');
+  await page.getByTestId('tab-new').click();
+  await expect(page.getByTestId('tab-bar').getByRole('tab')).toHaveCount(2);
+  await expect(page.getByTestId('device-select')).toHaveValue('cuda:1');
+  await page.getByTestId('tab-bar').getByRole('tab').first().click();
+  await expect(page.getByTestId('device-select')).toHaveValue('cpu');
+  // Remembered by this browser.
+  await page.reload();
+  await expect(page.getByTestId('device-select')).toHaveValue('cuda:1');
 });

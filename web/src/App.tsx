@@ -5,6 +5,7 @@ import { BottomPanel } from './panels/BottomPanel';
 import { FilesDialog } from './panels/FilesDialog';
 import { HelpSheet } from './panels/HelpSheet';
 import { QuickAdd } from './panels/QuickAdd';
+import { SettingsDialog } from './panels/SettingsDialog';
 import { Palette } from './panels/Palette';
 import { SidePanel } from './panels/SidePanel';
 import { TabBar } from './panels/TabBar';
@@ -40,6 +41,7 @@ export function App() {
         {filesOpen && <FilesDialog />}
         <QuickAdd />
         <HelpSheet />
+        <SettingsDialog />
         <Toasts />
       </div>
     </ReactFlowProvider>

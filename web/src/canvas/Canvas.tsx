@@ -2,6 +2,7 @@ import {
   Background,
   BackgroundVariant,
   Controls,
+  MiniMap,
   ReactFlow,
   useNodesInitialized,
   useReactFlow,
@@ -25,6 +26,12 @@ import { PALETTE_MIME } from './dnd';
 const SIDE_PANEL_SPACE = 340;
 
 const nodeTypes = { [NODE_COMPONENT]: GenericNode };
+
+/** A node in the minimap, coloured by its run status (as its border on the canvas). */
+function minimapColor(n: CodefyNode): string {
+  const status = useEditor.getState().run.statuses[n.id];
+  return status && status !== 'idle' ? `var(--status-${status})` : 'var(--minimap-node)';
+}
 const edgeTypes = { [DATA_EDGE]: TypedEdge, [TRIGGER_EDGE]: TriggerEdge };
 
 export function Canvas() {
@@ -168,6 +175,14 @@ export function Canvas() {
       >
         <Background variant={BackgroundVariant.Dots} gap={20} size={1} />
         <Controls showInteractive={false} />
+        <MiniMap<CodefyNode>
+          pannable
+          zoomable
+          ariaLabel={t('canvas.minimap')}
+          nodeColor={minimapColor}
+          nodeStrokeWidth={3}
+          style={{ width: 160, height: 110 }}
+        />
       </ReactFlow>
       {nodes.length === 0 && <div className="canvas-empty">{t('canvas.empty')}</div>}
     </div>

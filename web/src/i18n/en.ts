@@ -14,7 +14,7 @@ export const en = {
   'toolbar.tidyHint': 'Lay the graph out left to right',
   'toolbar.validate': 'Check',
   'toolbar.device': 'Device',
-  'toolbar.deviceHint': 'Where nodes whose device is "auto" run',
+  'toolbar.deviceHint': 'Where this graph’s nodes whose device is "auto" run (new graphs start at the default device of the settings)',
   'toolbar.run': 'Run',
   'toolbar.starting': 'Starting…',
   'toolbar.running': 'Running…',
@@ -196,6 +196,14 @@ export const en = {
   'mouse.pan': 'Drag the background: move around; wheel: zoom',
   'mouse.connect': 'Drag from an output to an input: wire them (a wrong wire says why)',
   'mouse.dblclick': 'Double-click the background: add a node there',
+  'settings.open': 'Settings',
+  'canvas.minimap': 'Overview of the graph (drag to move around)',
+  'settings.title': 'Settings',
+  'settings.device': 'Default device',
+  'settings.deviceHint': 'Where graphs run unless the toolbar or a node’s own device says otherwise. Memory is as the server read it when this page loaded.',
+  'settings.theme': 'Theme',
+  'settings.dark': 'Dark',
+  'settings.light': 'Light',
 } as const;
 
 export type MessageKey = keyof typeof en;

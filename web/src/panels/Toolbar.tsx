@@ -157,6 +157,16 @@ export function Toolbar() {
       />
       <button
         type="button"
+        data-testid="settings"
+        className="icon"
+        onClick={() => a.setSettingsOpen(true)}
+        title={t('settings.open')}
+        aria-label={t('settings.open')}
+      >
+        ⚙
+      </button>
+      <button
+        type="button"
         data-testid="help"
         className="icon"
         onClick={() => a.setHelpOpen(true)}

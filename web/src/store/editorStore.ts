@@ -79,6 +79,7 @@ export interface GraphSnap {
 /** Everything that belongs to one open graph (one tab): kept aside while another tab is shown. */
 export interface GraphDoc extends GraphSnap {
   source: GraphSource;
+  device: string;
   changed: Record<string, true>;
   unsaved: boolean;
   selectedId: string | null;
@@ -101,7 +102,9 @@ export interface EditorState {
   defList: NodeDefinition[];
   rules: TypeRules;
   devices: DeviceEntry[];
-  /** The graph's default device for runs (the execute message's `device`). */
+  /** Where graphs run unless their own device says otherwise (the settings' choice, remembered). */
+  defaultDevice: string;
+  /** The open graph's device for runs (the execute message's `device`); a new graph starts at `defaultDevice`. */
   device: string;
   examples: ExampleEntry[];
   savedGraphs: SavedGraphEntry[];
@@ -198,7 +201,12 @@ export interface EditorState {
   validate(): Promise<void>;
   receive(msg: ServerMessage): void;
 
+  /** The open graph's device. */
   setDevice(device: string): void;
+  /** The settings' default device (remembered in this browser); the open graph follows it too. */
+  setDefaultDevice(device: string): void;
+  settingsOpen: boolean;
+  setSettingsOpen(open: boolean): void;
   setTheme(theme: Theme): void;
   setFilesOpen(open: boolean): void;
   setBottomOpen(open: boolean): void;
@@ -350,6 +358,7 @@ function docOf(s: EditorState): GraphDoc {
     nodes: s.nodes,
     edges: s.edges,
     source: s.source,
+    device: s.device,
     changed: s.changed,
     unsaved: s.unsaved,
     selectedId: s.selectedId,
@@ -515,6 +524,7 @@ export const useEditor = create<EditorState>()((set, get) => {
         defList: defs,
         devices: entries,
         device,
+        defaultDevice: device,
         rules: types ? rulesFromServer(types) : builtinRules,
       });
     } catch (e) {
@@ -541,6 +551,8 @@ export const useEditor = create<EditorState>()((set, get) => {
     rules: builtinRules,
     devices: [],
     device: 'auto',
+    defaultDevice: 'auto',
+    settingsOpen: false,
     examples: [],
     savedGraphs: [],
     models: [],
@@ -625,6 +637,7 @@ export const useEditor = create<EditorState>()((set, get) => {
         selectedId: null,
         run: idleRun(),
         history: emptyHistory<GraphSnap>(),
+        device: st.defaultDevice,
         fitRequest: st.fitRequest + 1,
         measureCheck: nodes.length === 0 ? null : flow.unplaced.length > 0 || overlapping ? 'laidOut' : 'check',
       }));
@@ -1102,8 +1115,16 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     setDevice(device) {
-      storage.set('codefy.device', device);
       set({ device });
+    },
+
+    setDefaultDevice(device) {
+      storage.set('codefy.device', device);
+      set({ defaultDevice: device, device });
+    },
+
+    setSettingsOpen(open) {
+      set({ settingsOpen: open });
     },
 
     setTheme(theme) {
