@@ -11,7 +11,7 @@ import {
 } from '@xyflow/react';
 import { useCallback, useEffect, useRef, type DragEvent } from 'react';
 import { DATA_EDGE, NODE_COMPONENT, TRIGGER_EDGE, type CodefyEdge, type CodefyNode } from '../graph/graphJson';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { GenericNode } from '../nodes/GenericNode';
 import { useEditor } from '../store/editorStore';
 import { CheckedConnectionLine } from './ConnectionLine';
@@ -27,6 +27,7 @@ const nodeTypes = { [NODE_COMPONENT]: GenericNode };
 const edgeTypes = { [DATA_EDGE]: TypedEdge, [TRIGGER_EDGE]: TriggerEdge };
 
 export function Canvas() {
+  const t = useT();
   const nodes = useEditor((s) => s.nodes);
   const edges = useEditor((s) => s.edges);
   const theme = useEditor((s) => s.theme);

@@ -157,6 +157,9 @@ export const en = {
   'save.failed': 'Could not save: {error}',
 
   'toast.dismiss': 'Dismiss',
+
+  // Language menu (the toolbar's language-select; each language is named in itself, see LOCALE_NAMES)
+  'language.label': 'Language',
 } as const;
 
 export type MessageKey = keyof typeof en;

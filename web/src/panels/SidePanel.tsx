@@ -2,7 +2,7 @@ import { useMemo } from 'react';
 import type { ParamDefinition } from '../api/types';
 import { effectiveValue } from '../graph/params';
 import { typeColorVar } from '../graph/typeRules';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { AdvancedFold } from '../nodes/AdvancedFold';
 import { ParamField } from '../nodes/ParamField';
 import { nodeShape, useEditor } from '../store/editorStore';
@@ -10,6 +10,7 @@ import { MessageText } from './MessageText';
 
 /** The selected node's params (all of them, long texts included), problems and ports, over the canvas's right side. */
 export function SidePanel() {
+  const t = useT();
   const selectedId = useEditor((s) => s.selectedId);
   const node = useEditor((s) => (s.selectedId ? s.nodes.find((n) => n.id === s.selectedId) : undefined));
   const def = useEditor((s) => (node ? s.defs[node.data.nodeType] : undefined));

@@ -1,7 +1,8 @@
 import { useRef, type ChangeEvent } from 'react';
 import type { DeviceEntry } from '../api/types';
-import { t } from '../i18n';
+import { t, useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
+import { LanguageSelect } from './LanguageSelect';
 
 const GIB = 1024 ** 3;
 
@@ -32,6 +33,7 @@ export function fileNameFor(name: string): string {
 }
 
 export function Toolbar() {
+  const t = useT();
   const name = useEditor((s) => s.meta.name);
   const description = useEditor((s) => s.meta.description);
   const unsaved = useEditor((s) => s.unsaved);
@@ -147,6 +149,7 @@ export function Toolbar() {
         title={t(`socket.${socket}`)}
         aria-label={t(`socket.${socket}`)}
       />
+      <LanguageSelect />
       <button
         type="button"
         data-testid="theme-toggle"
