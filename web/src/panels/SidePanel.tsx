@@ -7,6 +7,7 @@ import { AdvancedFold } from '../nodes/AdvancedFold';
 import { ParamField } from '../nodes/ParamField';
 import { nodeShape, useEditor } from '../store/editorStore';
 import { MessageText } from './MessageText';
+import { InspectorSection } from '../inspector/Inspector';
 
 /** The selected node's params (all of them, long texts included), problems and ports, over the canvas's right side. */
 export function SidePanel() {
@@ -102,6 +103,7 @@ export function SidePanel() {
           ))}
         </ul>
       </section>
+      <InspectorSection nodeId={node.id} />
     </aside>
   );
 }

@@ -3,6 +3,7 @@ import type { DeviceEntry } from '../api/types';
 import { t, useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { LanguageSelect } from './LanguageSelect';
+import { RecordOutputsToggle } from '../inspector/Inspector';
 
 const GIB = 1024 ** 3;
 
@@ -130,6 +131,7 @@ export function Toolbar() {
           ))}
         </select>
       </label>
+      <RecordOutputsToggle />
       <button
         type="button"
         className="run"
