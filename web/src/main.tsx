@@ -5,6 +5,9 @@ import './styles/theme.css';
 import './styles/app.css';
 import './styles/node.css';
 import { App } from './App';
+import { startLocale } from './i18n';
+
+startLocale();
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

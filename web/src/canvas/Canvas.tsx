@@ -12,7 +12,7 @@ import {
 } from '@xyflow/react';
 import { useCallback, useEffect, useRef, type DragEvent, type MouseEvent } from 'react';
 import { DATA_EDGE, NODE_COMPONENT, TRIGGER_EDGE, type CodefyEdge, type CodefyNode } from '../graph/graphJson';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { GenericNode } from '../nodes/GenericNode';
 import { useEditor } from '../store/editorStore';
 import { CheckedConnectionLine } from './ConnectionLine';
@@ -35,6 +35,7 @@ function minimapColor(n: CodefyNode): string {
 const edgeTypes = { [DATA_EDGE]: TypedEdge, [TRIGGER_EDGE]: TriggerEdge };
 
 export function Canvas() {
+  const t = useT();
   const nodes = useEditor((s) => s.nodes);
   const edges = useEditor((s) => s.edges);
   const theme = useEditor((s) => s.theme);

@@ -1,8 +1,9 @@
 import { BaseEdge, getBezierPath, type EdgeProps } from '@xyflow/react';
-import { memo } from 'react';
+import { memo, useState } from 'react';
 import type { CodefyEdge } from '../graph/graphJson';
 import { outputPort } from '../graph/ports';
 import { typeColorVar } from '../graph/typeRules';
+import { EdgeTooltip } from '../inspector/Inspector';
 import { nodeShape, useEditor } from '../store/editorStore';
 
 /** The data type leaving `source` at `handle` ('ANY' when unknown). */
@@ -14,19 +15,27 @@ function useSourceType(source: string, handle: string | null | undefined): strin
   });
 }
 
-/** A data wire, coloured by the type it carries. */
+/** A data wire, coloured by the type it carries; hovered after a recorded run, it tells what it carried. */
 export const TypedEdge = memo(function TypedEdge(props: EdgeProps<CodefyEdge>) {
   const type = useSourceType(props.source, props.sourceHandleId);
   const [path] = getBezierPath(props);
+  const [hover, setHover] = useState<{ x: number; y: number } | null>(null);
   return (
-    <BaseEdge
-      id={props.id}
-      path={path}
-      markerEnd={props.markerEnd}
-      interactionWidth={16}
-      className={`edge-data${props.selected ? ' selected' : ''}`}
-      style={{ stroke: typeColorVar(type), strokeWidth: props.selected ? 3 : 2 }}
-    />
+    <>
+      <g onMouseMove={(e) => setHover({ x: e.clientX, y: e.clientY })} onMouseLeave={() => setHover(null)}>
+        <BaseEdge
+          id={props.id}
+          path={path}
+          markerEnd={props.markerEnd}
+          interactionWidth={16}
+          className={`edge-data${props.selected ? ' selected' : ''}`}
+          style={{ stroke: typeColorVar(type), strokeWidth: props.selected ? 3 : 2 }}
+        />
+      </g>
+      {hover && props.sourceHandleId && (
+        <EdgeTooltip source={props.source} port={props.sourceHandleId} x={hover.x} y={hover.y} />
+      )}
+    </>
   );
 });
 

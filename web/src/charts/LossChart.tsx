@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type uPlotType from 'uplot';
-import { t } from '../i18n';
+import { useLocale, useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { lossColumns } from './lossData';
 
@@ -19,6 +19,8 @@ const cssVar = (name: string, fallback: string) =>
 
 /** The live loss chart: training loss per update, per-epoch loss and validation loss. */
 export function LossChart() {
+  const t = useT();
+  const locale = useLocale(); // the plot's labels are set when it is made: remake it on a switch
   const nodeId = useEditor((s) => {
     const sel = s.selectedId;
     return sel && s.run.loss[sel] ? sel : s.run.lossNode;
@@ -69,14 +71,14 @@ export function LossChart() {
       u.destroy();
       plot.current = null;
     };
-  }, [UPlot, theme]);
+  }, [UPlot, theme, locale]);
 
   useEffect(() => {
     const u = plot.current;
     if (!u) return;
     u.setData([columns.x, columns.batch, columns.epoch, columns.val] as uPlotType.AlignedData);
     setDrawn(columns.points);
-  }, [columns, UPlot, theme]);
+  }, [columns, UPlot, theme, locale]);
 
   return (
     <section className="chart-panel" aria-label={t('chart.label')}>

@@ -204,6 +204,33 @@ export const en = {
   'settings.theme': 'Theme',
   'settings.dark': 'Dark',
   'settings.light': 'Light',
+
+  // Language menu (the toolbar's language-select; each language is named in itself, see LOCALE_NAMES)
+  'language.label': 'Language',
+
+  // Inspector: recorded outputs of a run (toolbar toggle, edge tooltip, side panel section)
+  'inspector.record': 'Record outputs',
+  'inspector.recordHint': 'Keep every output of the next runs on the server, to inspect their values afterwards',
+  'inspector.title': 'Inspector',
+  'inspector.hint': 'Turn on “Record outputs” and run the graph to see the values this node gave.',
+  'inspector.loading': 'Loading…',
+  'inspector.notRecorded': 'Not recorded in the last run.',
+  'inspector.failed': 'Could not load the recorded outputs: {error}',
+  'inspector.noOutputs': 'The last run recorded no output of this node.',
+  'inspector.pick': 'Choose an output to see its values.',
+  'inspector.shape': 'shape {shape}',
+  'inspector.dtype': 'dtype {dtype}',
+  'inspector.statsAll': 'Statistics of all {count} values',
+  'inspector.statsShown': 'Statistics of the {count} values shown',
+  'inspector.min': 'min',
+  'inspector.max': 'max',
+  'inspector.mean': 'mean',
+  'inspector.std': 'std',
+  'inspector.index': 'Index in dimension {dim} (0–{max})',
+  'inspector.shown': 'Rows 0–{rows} of {totalRows}, columns 0–{cols} of {totalCols}',
+  'inspector.shown1d': 'Values 0–{rows} of {total}',
+  'inspector.value': 'value',
+  'inspector.summary': 'Summary',
 } as const;
 
 export type MessageKey = keyof typeof en;

@@ -1,8 +1,9 @@
 import { useState, type ReactNode } from 'react';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 
 /** The Advanced params of a node, folded until opened (on the node and in the side panel alike). */
 export function AdvancedFold(props: { count: number; testId: string; className?: string; children: ReactNode }) {
+  const t = useT();
   const [open, setOpen] = useState(false);
   if (props.count === 0) return null;
   return (

@@ -8,7 +8,7 @@ import { firstLine } from '../graph/issues';
 import { effectiveValue } from '../graph/params';
 import { shapeOf, TRIGGER_HANDLE, type EdgeEnds } from '../graph/ports';
 import { TRIGGER, typeColorVar } from '../graph/typeRules';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { AdvancedFold } from './AdvancedFold';
 import { ParamField } from './ParamField';
@@ -40,6 +40,7 @@ function useOwnEdges(id: string, needed: boolean): EdgeEnds[] {
 }
 
 function PortLabel({ port, side }: { port: PortDefinition; side: 'in' | 'out' }) {
+  const t = useT();
   return (
     <span
       className={`port-label ${side}${port.optional ? ' optional' : ''}`}
@@ -53,6 +54,7 @@ function PortLabel({ port, side }: { port: PortDefinition; side: 'in' | 'out' })
 
 /** Any node, drawn from its definition: title, typed ports, params in place, status, training progress. */
 export const GenericNode = memo(function GenericNode({ id, data, selected }: NodeProps<CodefyNode>) {
+  const t = useT();
   const def = useEditor((s) => s.defs[data.nodeType]);
   const ownEdges = useOwnEdges(id, !def);
   const status = useEditor((s) => s.run.statuses[id] ?? 'idle');

@@ -1,7 +1,7 @@
 import { useEffect, useId, useState } from 'react';
 import type { DeviceEntry, ModelFileEntry, ParamDefinition } from '../api/types';
 import { checkParamValue, coerceParam, displayValue, widgetOf } from '../graph/params';
-import { t } from '../i18n';
+import { t, useLocale } from '../i18n';
 
 export interface ParamFieldProps {
   def: ParamDefinition;
@@ -65,6 +65,7 @@ interface ControlProps extends ParamFieldProps {
 const CONTROL = 'nodrag nowheel';
 
 function Control(p: ControlProps) {
+  useLocale(); // summarize() below reads t(): follow a language switch
   const { def, value, onChange, testId, id, widget } = p;
   switch (widget) {
     case 'bool':

@@ -1,10 +1,11 @@
 import type { TrainingProgress } from '../store/runReducer';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 
 const fmt = (n: number | null, digits = 4) => (n === null ? '–' : n.toPrecision(digits));
 
 /** TrainingLoop's progress on its node: epoch x/y, step, speed, loss. */
 export function TrainingProgressBar({ progress: p, running }: { progress: TrainingProgress | null; running: boolean }) {
+  const t = useT();
   if (!p)
     return (
       <div className="train-progress idle" data-testid="training-progress" data-fraction="0">

@@ -1,9 +1,10 @@
 import { LossChart } from '../charts/LossChart';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { Messages } from './Messages';
 
 export function BottomPanel() {
+  const t = useT();
   const open = useEditor((s) => s.bottomOpen);
   const setOpen = useEditor((s) => s.setBottomOpen);
   return (

@@ -1,5 +1,5 @@
 import { useEffect, useRef, type ChangeEvent } from 'react';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 
 /** A file time (seconds since 1970) as text; null for one no clock could have written. */
@@ -11,6 +11,7 @@ export function plausibleDate(seconds: number): string | null {
 
 /** Examples from the server, graphs saved on it, and a graph.json from this computer. */
 export function FilesDialog() {
+  const t = useT();
   const examples = useEditor((s) => s.examples);
   const saved = useEditor((s) => s.savedGraphs);
   const a = useEditor.getState();

@@ -1,6 +1,6 @@
 import { useEffect, useRef } from 'react';
 import { SHORTCUTS } from '../canvas/shortcuts';
-import { t, type MessageKey } from '../i18n';
+import { useT, type MessageKey } from '../i18n';
 import { useEditor } from '../store/editorStore';
 
 const MOUSE: MessageKey[] = ['mouse.pan', 'mouse.connect', 'mouse.dblclick'];
@@ -12,6 +12,7 @@ export function keyLabel(keys: string, mac: boolean): string {
 
 /** Every shortcut the editor has, from the table the key handler uses. */
 export function HelpSheet() {
+  const t = useT();
   const open = useEditor((s) => s.helpOpen);
   const dialog = useRef<HTMLDivElement>(null);
   const mac = typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.platform);

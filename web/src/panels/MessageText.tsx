@@ -1,8 +1,9 @@
 import { textBlocks } from '../graph/issues';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 
 /** A message's text with its paragraphs and lists kept (the out-of-memory report's advice is a list). */
 export function MessageText({ text }: { text: string }) {
+  const t = useT();
   const blocks = textBlocks(text);
   return (
     <div className="message-text">

@@ -1,6 +1,6 @@
 import { useReactFlow } from '@xyflow/react';
 import { useEffect, useRef } from 'react';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { MessageText } from './MessageText';
 
@@ -8,6 +8,7 @@ const time = (ms: number) => new Date(ms).toLocaleTimeString('en-GB', { hour12: 
 
 /** Warnings, errors and run notes, newest last; a node's name selects and shows it. */
 export function Messages() {
+  const t = useT();
   const messages = useEditor((s) => s.messages);
   const clear = useEditor((s) => s.clearMessages);
   const list = useRef<HTMLOListElement>(null);

@@ -2,7 +2,7 @@ import { useReactFlow } from '@xyflow/react';
 import { useMemo, useState, type DragEvent } from 'react';
 import type { NodeDefinition } from '../api/types';
 import { PALETTE_MIME } from '../canvas/dnd';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 
 /** Definitions grouped by category (server order kept), filtered by a search text. */
@@ -25,6 +25,7 @@ export function groupDefinitions(defs: readonly NodeDefinition[], query: string)
 }
 
 export function Palette() {
+  const t = useT();
   const defs = useEditor((s) => s.defList);
   const status = useEditor((s) => s.status);
   const [query, setQuery] = useState('');

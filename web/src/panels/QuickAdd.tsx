@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import type { NodeDefinition } from '../api/types';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 
 const SHOWN = 12;
@@ -26,6 +26,7 @@ export function rankDefinitions(defs: readonly NodeDefinition[], query: string):
 
 /** A search box where the canvas was double-clicked (or at the pointer, by a key): Enter adds the node there. */
 export function QuickAdd() {
+  const t = useT();
   const spot = useEditor((s) => s.quickAdd);
   const defs = useEditor((s) => s.defList);
   const [query, setQuery] = useState('');

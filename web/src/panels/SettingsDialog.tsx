@@ -1,10 +1,11 @@
 import { useEffect, useRef } from 'react';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { deviceOptionLabel } from './Toolbar';
 
 /** The editor's settings: where graphs run by default, and the theme. */
 export function SettingsDialog() {
+  const t = useT();
   const open = useEditor((s) => s.settingsOpen);
   const devices = useEditor((s) => s.devices);
   const device = useEditor((s) => s.defaultDevice);

@@ -2,14 +2,16 @@ import { useMemo } from 'react';
 import type { ParamDefinition } from '../api/types';
 import { effectiveValue } from '../graph/params';
 import { typeColorVar } from '../graph/typeRules';
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { AdvancedFold } from '../nodes/AdvancedFold';
 import { ParamField } from '../nodes/ParamField';
 import { nodeShape, useEditor } from '../store/editorStore';
 import { MessageText } from './MessageText';
+import { InspectorSection } from '../inspector/Inspector';
 
 /** The selected node's params (all of them, long texts included), problems and ports, over the canvas's right side. */
 export function SidePanel() {
+  const t = useT();
   const selectedId = useEditor((s) => s.selectedId);
   const node = useEditor((s) => (s.selectedId ? s.nodes.find((n) => n.id === s.selectedId) : undefined));
   const def = useEditor((s) => (node ? s.defs[node.data.nodeType] : undefined));
@@ -101,6 +103,7 @@ export function SidePanel() {
           ))}
         </ul>
       </section>
+      <InspectorSection nodeId={node.id} />
     </aside>
   );
 }

@@ -1,4 +1,4 @@
-import { t } from '../i18n';
+import { t as translate, useT } from '../i18n';
 import { useEditor, type GraphDoc } from '../store/editorStore';
 
 interface TabView {
@@ -18,12 +18,13 @@ export function tabViews(
   return order.flatMap((id) => {
     const d = id === active ? shown : parked[id];
     if (!d) return [];
-    return [{ id, name: d.meta.name || t('graph.untitled'), unsaved: d.unsaved, running: d.run.phase !== 'idle' }];
+    return [{ id, name: d.meta.name || translate('graph.untitled'), unsaved: d.unsaved, running: d.run.phase !== 'idle' }];
   });
 }
 
 /** The open graphs, one tab each, above the canvas. */
 export function TabBar() {
+  const t = useT();
   const order = useEditor((s) => s.tabOrder);
   const active = useEditor((s) => s.activeTab);
   const parked = useEditor((s) => s.parked);

@@ -1,7 +1,8 @@
-import { t } from '../i18n';
+import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 
 export function Toasts() {
+  const t = useT();
   const toasts = useEditor((s) => s.toasts);
   const dismiss = useEditor((s) => s.dismissToast);
   return (

@@ -1,7 +1,9 @@
 import { useRef, type ChangeEvent } from 'react';
 import type { DeviceEntry } from '../api/types';
-import { t } from '../i18n';
+import { t, useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
+import { LanguageSelect } from './LanguageSelect';
+import { RecordOutputsToggle } from '../inspector/Inspector';
 
 const GIB = 1024 ** 3;
 
@@ -32,6 +34,7 @@ export function fileNameFor(name: string): string {
 }
 
 export function Toolbar() {
+  const t = useT();
   const name = useEditor((s) => s.meta.name);
   const description = useEditor((s) => s.meta.description);
   const unsaved = useEditor((s) => s.unsaved);
@@ -136,6 +139,7 @@ export function Toolbar() {
           ))}
         </select>
       </label>
+      <RecordOutputsToggle />
       <button
         type="button"
         className="run"
@@ -155,6 +159,7 @@ export function Toolbar() {
         title={t(`socket.${socket}`)}
         aria-label={t(`socket.${socket}`)}
       />
+      <LanguageSelect />
       <button
         type="button"
         data-testid="settings"

@@ -54,6 +54,7 @@ import {
   type RunState,
 } from './runReducer';
 import { searchFor, sourceFromSearch, type GraphSource } from './url';
+import { recordOutputsFor } from '../inspector/inspectorStore';
 
 export type { GraphSource };
 export type Theme = 'dark' | 'light';
@@ -1081,7 +1082,7 @@ export const useEditor = create<EditorState>()((set, get) => {
         graph_id: graph.name || 'editor',
         device: get().device,
         run_id: id,
-        record_outputs: false,
+        record_outputs: recordOutputsFor(id),
         weights_persistent: true,
         ...(changed.length ? { changed_nodes: changed } : {}),
         ...(source.kind === 'example' ? { example: source.path } : {}),

@@ -1,0 +1,86 @@
+// The editor in Traditional Chinese: switched from the toolbar, kept across a
+// reload, and used for a whole run; then the light theme after a run.
+// Screenshots land in e2e-results/ for a person to look at.
+import { expect, test, type Page } from '@playwright/test';
+
+const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
+
+async function setParam(page: Page, node: string, param: string, value: string) {
+  const field = page.getByTestId(`param-${node}-${param}`);
+  if (!(await field.isVisible())) await page.getByTestId(`advanced-${node}`).click();
+  await field.fill(value);
+  await field.press('Tab');
+}
+
+test('switching to 繁體中文 turns the toolbar, palette and run messages Chinese, and survives a reload', async ({ page }) => {
+  await page.goto('/');
+  await expect(page.getByTestId('palette-item-TrainingLoop')).toBeVisible();
+  await expect(page.getByTestId('run')).toContainText('Run');
+  await expect(page.locator('html')).toHaveAttribute('lang', 'en');
+
+  await page.getByTestId('language-select').selectOption({ label: '繁體中文' });
+  await expect(page.locator('html')).toHaveAttribute('lang', 'zh-TW');
+  await expect(page.getByTestId('run')).toContainText('執行');
+  await expect(page.getByTestId('stop')).toContainText('停止');
+  await expect(page.getByTestId('save')).toHaveText('儲存');
+  await expect(page.getByTestId('import')).toHaveText('匯入');
+  await expect(page.getByTestId('export')).toHaveText('匯出');
+  await expect(page.getByTestId('palette-search')).toHaveAttribute('placeholder', '搜尋節點');
+  await expect(page.getByTestId('palette')).toContainText('把節點拖曳到畫布上');
+  await expect(page.getByTestId('messages')).toContainText('警告、錯誤與執行紀錄會顯示在這裡。');
+  await expect(page.getByText('Drag nodes here from the palette')).toHaveCount(0);
+  await shot(page, 'i18n-01-switched');
+
+  await page.reload();
+  await expect(page.getByTestId('palette-item-TrainingLoop')).toBeVisible();
+  await expect(page.locator('html')).toHaveAttribute('lang', 'zh-TW');
+  await expect(page.getByTestId('language-select')).toHaveValue('zh-TW');
+  await expect(page.getByTestId('run')).toContainText('執行');
+  await expect(page.getByTestId('palette-search')).toHaveAttribute('placeholder', '搜尋節點');
+
+  // A whole run in Chinese: the editor's own messages are Chinese; node descriptions stay the server's English.
+  await page.goto('/?example=toy-mlp');
+  await expect(page.getByTestId('node-start')).toBeVisible();
+  await expect(page.getByTestId('messages')).toContainText('已開啟「');
+  await setParam(page, 'train', 'early_stopping_patience', '0');
+  await setParam(page, 'train', 'epochs', '3');
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('node-print_acc')).toHaveAttribute('data-status', 'completed', { timeout: 90_000 });
+  const messages = page.getByTestId('messages');
+  await expect(messages).toContainText('開始執行。');
+  await expect(messages).toContainText('第 3/3 輪：損失');
+  await expect(messages).toContainText('執行完成。');
+  await expect(messages.locator('.message-level').first()).toHaveText('資訊');
+  await expect(page.getByTestId('loss-chart')).toContainText('訓練損失');
+  await expect(page.getByTestId('node-train')).toContainText('第 3/3 輪');
+  await shot(page, 'i18n-02-toy-mlp-run');
+
+  // Back to English without a reload: every visible string follows.
+  await page.getByTestId('language-select').selectOption('en');
+  await expect(page.getByTestId('run')).toContainText('Run');
+  await expect(page.getByTestId('loss-chart')).toContainText('training loss');
+  await expect(page.getByTestId('node-train')).toContainText('epoch 3/3');
+});
+
+test.describe('light theme', () => {
+test.use({ deviceScaleFactor: 2 }); // sharp close-ups of small node text
+
+test('the light theme after a run (screenshots for contrast)', async ({ page }) => {
+  await page.goto('/?example=toy-mlp');
+  await expect(page.getByTestId('node-start')).toBeVisible();
+  await setParam(page, 'train', 'early_stopping_patience', '0');
+  await setParam(page, 'train', 'epochs', '4');
+  await page.getByTestId('theme-toggle').click();
+  await expect(page.locator('html')).toHaveAttribute('data-theme', 'light');
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('node-print_acc')).toHaveAttribute('data-status', 'completed', { timeout: 90_000 });
+  await page.getByTestId('node-train').click();
+  await shot(page, 'i18n-03-light-after-run');
+  // Close-ups: a trained node with its progress line, and the chart with its legend.
+  await page.getByTestId('node-train').screenshot({ path: 'e2e-results/i18n-03a-light-node.png' });
+  await page.locator('.bottom-panel').screenshot({ path: 'e2e-results/i18n-03b-light-bottom.png' });
+  await page.getByTestId('language-select').selectOption('zh-TW');
+  await expect(page.getByTestId('run')).toContainText('執行');
+  await shot(page, 'i18n-04-light-after-run-zh');
+});
+});
