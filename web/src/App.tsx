@@ -4,6 +4,7 @@ import { Canvas } from './canvas/Canvas';
 import { BottomPanel } from './panels/BottomPanel';
 import { FilesDialog } from './panels/FilesDialog';
 import { Palette } from './panels/Palette';
+import { ServerPanel } from './panels/ServerPanel';
 import { SidePanel } from './panels/SidePanel';
 import { Toasts } from './panels/Toasts';
 import { Toolbar } from './panels/Toolbar';
@@ -31,6 +32,7 @@ export function App() {
         <main className="canvas-area">
           <Canvas />
           <SidePanel />
+          <ServerPanel />
         </main>
         <BottomPanel />
         {filesOpen && <FilesDialog />}

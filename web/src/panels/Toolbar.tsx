@@ -2,6 +2,7 @@ import { useRef, type ChangeEvent } from 'react';
 import type { DeviceEntry } from '../api/types';
 import { t } from '../i18n';
 import { useEditor } from '../store/editorStore';
+import { ServerPanelToggle } from './ServerPanel';
 
 const GIB = 1024 ** 3;
 
@@ -140,6 +141,7 @@ export function Toolbar() {
       <button type="button" className="stop" data-testid="stop" onClick={() => a.stopRun()} disabled={!running}>
         ■ {phase === 'stopping' ? t('toolbar.stopping') : t('toolbar.stop')}
       </button>
+      <ServerPanelToggle />
       <span
         className={`socket-dot ${socket}`}
         data-testid="connection"
