@@ -7,6 +7,7 @@ import { HelpSheet } from './panels/HelpSheet';
 import { QuickAdd } from './panels/QuickAdd';
 import { SettingsDialog } from './panels/SettingsDialog';
 import { Palette } from './panels/Palette';
+import { ServerPanel } from './panels/ServerPanel';
 import { SidePanel } from './panels/SidePanel';
 import { TabBar } from './panels/TabBar';
 import { Toasts } from './panels/Toasts';
@@ -36,6 +37,7 @@ export function App() {
           <TabBar />
           <Canvas />
           <SidePanel />
+          <ServerPanel />
         </main>
         <BottomPanel />
         {filesOpen && <FilesDialog />}

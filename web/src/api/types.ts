@@ -74,6 +74,8 @@ export interface SavedGraphEntry {
 export interface ModelFileEntry {
   filename: string;
   size: number;
+  /** Unix seconds; neither Codefy nor CodefyUI sends it today, so it is shown only when present. */
+  modified?: number;
 }
 
 /** GET /api/types: the data types and which output type may feed which input type. */

@@ -1,6 +1,7 @@
 import { useEffect, useRef, type ChangeEvent } from 'react';
 import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
+import { ModelFiles } from './ModelFiles';
 
 /** A file time (seconds since 1970) as text; null for one no clock could have written. */
 export function plausibleDate(seconds: number): string | null {
@@ -92,6 +93,10 @@ export function FilesDialog() {
         <section>
           <h3>{t('files.fromComputer')}</h3>
           <input type="file" accept=".json,application/json" data-testid="files-import" onChange={(e) => void onFile(e)} />
+        </section>
+        <section>
+          <h3>{t('models.title')}</h3>
+          <ModelFiles />
         </section>
       </div>
     </div>

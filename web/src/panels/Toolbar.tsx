@@ -4,6 +4,7 @@ import { t, useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { LanguageSelect } from './LanguageSelect';
 import { RecordOutputsToggle } from '../inspector/Inspector';
+import { ServerPanelToggle } from './ServerPanel';
 
 const GIB = 1024 ** 3;
 
@@ -152,6 +153,7 @@ export function Toolbar() {
       <button type="button" className="stop" data-testid="stop" onClick={() => a.stopRun()} disabled={!running}>
         ■ {phase === 'stopping' ? t('toolbar.stopping') : t('toolbar.stop')}
       </button>
+      <ServerPanelToggle />
       <span
         className={`socket-dot ${socket}`}
         data-testid="connection"
