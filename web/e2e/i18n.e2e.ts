@@ -3,6 +3,13 @@
 // Screenshots land in e2e-results/ for a person to look at.
 import { expect, test, type Page } from '@playwright/test';
 
+/** Picks a language in the settings dialog (where the language menu lives) and closes it. */
+async function chooseLanguage(page: Page, option: string | { label: string }) {
+  await page.getByTestId('settings').click();
+  await page.getByTestId('language-select').selectOption(option);
+  await page.keyboard.press('Escape');
+}
+
 const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
 
 async function setParam(page: Page, node: string, param: string, value: string) {
@@ -18,7 +25,7 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
   await expect(page.getByTestId('run')).toContainText('Run');
   await expect(page.locator('html')).toHaveAttribute('lang', 'en');
 
-  await page.getByTestId('language-select').selectOption({ label: '繁體中文' });
+  await chooseLanguage(page, { label: '繁體中文' });
   await expect(page.locator('html')).toHaveAttribute('lang', 'zh-TW');
   await expect(page.getByTestId('run')).toContainText('執行');
   await expect(page.getByTestId('stop')).toContainText('停止');
@@ -34,7 +41,9 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
   await page.reload();
   await expect(page.getByTestId('palette-item-TrainingLoop')).toBeVisible();
   await expect(page.locator('html')).toHaveAttribute('lang', 'zh-TW');
+  await page.getByTestId('settings').click();
   await expect(page.getByTestId('language-select')).toHaveValue('zh-TW');
+  await page.keyboard.press('Escape');
   await expect(page.getByTestId('run')).toContainText('執行');
   await expect(page.getByTestId('palette-search')).toHaveAttribute('placeholder', '搜尋節點');
 
@@ -56,7 +65,7 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
   await shot(page, 'i18n-02-toy-mlp-run');
 
   // Back to English without a reload: every visible string follows.
-  await page.getByTestId('language-select').selectOption('en');
+  await chooseLanguage(page, 'en');
   await expect(page.getByTestId('run')).toContainText('Run');
   await expect(page.getByTestId('loss-chart')).toContainText('training loss');
   await expect(page.getByTestId('node-train')).toContainText('epoch 3/3');
@@ -79,7 +88,7 @@ test('the light theme after a run (screenshots for contrast)', async ({ page }) 
   // Close-ups: a trained node with its progress line, and the chart with its legend.
   await page.getByTestId('node-train').screenshot({ path: 'e2e-results/i18n-03a-light-node.png' });
   await page.locator('.bottom-panel').screenshot({ path: 'e2e-results/i18n-03b-light-bottom.png' });
-  await page.getByTestId('language-select').selectOption('zh-TW');
+  await chooseLanguage(page, 'zh-TW');
   await expect(page.getByTestId('run')).toContainText('執行');
   await shot(page, 'i18n-04-light-after-run-zh');
 });

@@ -3,6 +3,13 @@
 // panel. Screenshots land in e2e-results/ for a person to look at.
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 
+/** Picks a language in the settings dialog (where the language menu lives) and closes it. */
+async function chooseLanguage(page: Page, option: string | { label: string }) {
+  await page.getByTestId('settings').click();
+  await page.getByTestId('language-select').selectOption(option);
+  await page.keyboard.press('Escape');
+}
+
 const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
 
 async function setParam(page: Page, node: string, param: string, value: string) {
@@ -121,7 +128,7 @@ test('hovering a wire that carries a tensor shows its shape and dtype', async ({
   await shot(page, 'inspector-03-tensor-wire');
 
   // The same port from the side panel, in Traditional Chinese.
-  await page.getByTestId('language-select').selectOption('zh-TW');
+  await chooseLanguage(page, 'zh-TW');
   await page.getByTestId('node-train').click();
   await page.getByTestId('inspect-train-losses').click();
   await expect(page.getByTestId('inspector')).toContainText('形狀 [4] · 資料型別 float32');

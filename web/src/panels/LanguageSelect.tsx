@@ -1,6 +1,6 @@
 import { LOCALE_NAMES, LOCALES, setLocale, useLocale, useT } from '../i18n';
 
-/** The toolbar's language menu: English / 繁體中文, each named in its own language. */
+/** The settings' language menu: English / 繁體中文, each named in its own language. */
 export function LanguageSelect() {
   const t = useT();
   const locale = useLocale();

@@ -1,9 +1,10 @@
 import { useEffect, useRef } from 'react';
 import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
+import { LanguageSelect } from './LanguageSelect';
 import { deviceOptionLabel } from './Toolbar';
 
-/** The editor's settings: where graphs run by default, and the theme. */
+/** The editor's settings: where graphs run by default, the language and the theme. */
 export function SettingsDialog() {
   const t = useT();
   const open = useEditor((s) => s.settingsOpen);
@@ -54,6 +55,10 @@ export function SettingsDialog() {
             ))}
           </select>
           <small className="muted">{t('settings.deviceHint')}</small>
+        </label>
+        <label className="setting">
+          <span>{t('language.label')}</span>
+          <LanguageSelect />
         </label>
         <label className="setting">
           <span>{t('settings.theme')}</span>

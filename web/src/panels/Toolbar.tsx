@@ -2,7 +2,6 @@ import { useRef, type ChangeEvent } from 'react';
 import type { DeviceEntry } from '../api/types';
 import { t, useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
-import { LanguageSelect } from './LanguageSelect';
 import { RecordOutputsToggle } from '../inspector/Inspector';
 import { ServerPanelToggle } from './ServerPanel';
 
@@ -161,7 +160,6 @@ export function Toolbar() {
         title={t(`socket.${socket}`)}
         aria-label={t(`socket.${socket}`)}
       />
-      <LanguageSelect />
       <button
         type="button"
         data-testid="settings"
