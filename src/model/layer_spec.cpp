@@ -247,28 +247,31 @@ LayerGraph parse_layer_spec(const json& spec_in) {
   return graph;
 }
 
+BuiltNode build_node(const LayerGraph& graph, size_t index) {
+  const SpecNode& node = graph.nodes[index];
+  BuiltNode out;
+  try {
+    if (const LayerDef* layer = find_layer_def(node.type)) {
+      BuiltLayer made = layer->build(LayerParams(node.id, node.type, &node.params, layer->params));
+      out.description = pretty(*made.module);
+      out.module = std::move(made.module);
+      out.layer = std::move(made.forward);
+    } else if (const MergeDef* merge = find_merge_def(node.type)) {
+      out.merge = merge->make(LayerParams(node.id, node.type, &node.params, merge->params), &out.description);
+    } else {
+      throw LayerSpecError(node.id, node.type, "", "unknown layer type");
+    }
+  } catch (const c10::Error& e) {
+    // LibTorch's own option checks, for anything the LayerParams checks missed.
+    throw LayerSpecError(node.id, node.type, "", e.msg());
+  }
+  return out;
+}
+
 std::vector<BuiltNode> build_layers(const LayerGraph& graph) {
   std::vector<BuiltNode> built(graph.nodes.size());
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    if (is_boundary(graph, i)) continue;
-    const SpecNode& node = graph.nodes[i];
-    BuiltNode& out = built[i];
-    try {
-      if (const LayerDef* layer = find_layer_def(node.type)) {
-        BuiltLayer made = layer->build(LayerParams(node.id, node.type, &node.params, layer->params));
-        out.description = pretty(*made.module);
-        out.module = std::move(made.module);
-        out.layer = std::move(made.forward);
-      } else if (const MergeDef* merge = find_merge_def(node.type)) {
-        out.merge = merge->make(LayerParams(node.id, node.type, &node.params, merge->params), &out.description);
-      } else {
-        throw LayerSpecError(node.id, node.type, "", "unknown layer type");
-      }
-    } catch (const c10::Error& e) {
-      // LibTorch's own option checks, for anything the LayerParams checks missed.
-      throw LayerSpecError(node.id, node.type, "", e.msg());
-    }
-  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    if (!is_boundary(graph, i)) built[i] = build_node(graph, i);
   return built;
 }
 

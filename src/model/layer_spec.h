@@ -65,6 +65,10 @@ struct BuiltNode {
 /// LayerSpecError for an unknown type or a bad param.
 std::vector<BuiltNode> build_layers(const LayerGraph& graph);
 
+/// Builds the one layer or merge node `graph.nodes[index]` (not a boundary).
+/// Throws LayerSpecError as build_layers does.
+BuiltNode build_node(const LayerGraph& graph, size_t index);
+
 /// How data flows from the Input to the Output.
 struct Wiring {
   std::vector<size_t> order;                ///< layer and merge nodes in evaluation order

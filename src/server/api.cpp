@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "server/graph_routes.h"
 #include "server/inspector.h"
+#include "server/layer_routes.h"
 #include "server/model_files.h"
 #include "server/runs.h"
 #include "server/static_files.h"
@@ -29,11 +30,13 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   graphs_ = std::make_unique<GraphRoutes>(graphs_dir, options_.examples_dir, registry_);
   models_ = std::make_unique<ModelFiles>(options_.data_dir / "models", options_.max_upload_bytes);
   web_ = std::make_unique<StaticFiles>(options_.web_dir);
+  layers_ = std::make_unique<LayerRoutes>();
   add_server_routes();
   graphs_->add_routes(routes_);
   runs_->add_routes(routes_);
   models_->add_routes(routes_);
   inspector_->add_routes(routes_);
+  layers_->add_routes(routes_);
   std::random_device rd;
   char hex[33];
   for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
@@ -42,7 +45,10 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
 
 Api::~Api() { shutdown(); }
 
-void Api::shutdown() { runs_->shutdown(); }
+void Api::shutdown() {
+  runs_->shutdown();
+  layers_->shutdown();
+}
 
 void Api::add_server_routes() {
   routes_.add("GET", "/api/health",

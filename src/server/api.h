@@ -26,6 +26,7 @@ namespace codefy::server {
 
 class GraphRoutes;
 class Inspector;
+class LayerRoutes;
 class ModelFiles;
 class Runs;
 class StaticFiles;
@@ -102,6 +103,7 @@ class Api {
   std::unique_ptr<GraphRoutes> graphs_;
   std::unique_ptr<ModelFiles> models_;
   std::unique_ptr<StaticFiles> web_;
+  std::unique_ptr<LayerRoutes> layers_;
   RouteTable routes_;
 };
 

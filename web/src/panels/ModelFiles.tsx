@@ -3,7 +3,7 @@
 // The list is the editor store's `models`, which file params offer too.
 import { type ChangeEvent } from 'react';
 import { modelDownloadUrl } from '../api/server';
-import { t } from '../i18n';
+import { t, useLocale } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { useModelFiles } from '../store/modelFilesStore';
 import { formatBytes } from '../store/serverRows';
@@ -11,6 +11,7 @@ import { plausibleDate } from './FilesDialog';
 import '../styles/server.css';
 
 export function ModelFiles() {
+  useLocale(); // re-render in the chosen language
   const models = useEditor((s) => s.models);
   const progress = useModelFiles((s) => s.progress);
   const result = useModelFiles((s) => s.result);

@@ -3,7 +3,7 @@
 // running runs) and the open graph's kept node state (Reset). It polls while
 // open (src/store/serverStore.ts) and says so when the server stops answering.
 import { useEffect } from 'react';
-import { t, type MessageKey } from '../i18n';
+import { t, useLocale, type MessageKey } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import {
   fillFraction,
@@ -26,6 +26,7 @@ const statusText = (status: string) => (STATUSES.has(status) ? t(`runStatus.${st
 
 /** The toolbar's button that opens and closes the panel. */
 export function ServerPanelToggle() {
+  useLocale(); // re-render in the chosen language
   const open = useServer((s) => s.open);
   return (
     <button
@@ -110,6 +111,7 @@ function RunLine({ row, ownRunId, ownName }: { row: RunRow; ownRunId?: string; o
 }
 
 export function ServerPanel() {
+  useLocale(); // re-render in the chosen language
   const s = useServer();
   const ownRunId = useEditor((e) => e.run.serverRunId);
   const graphName = useEditor((e) => e.meta.name);

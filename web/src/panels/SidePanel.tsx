@@ -1,9 +1,10 @@
-import { useMemo } from 'react';
+import { Fragment, useMemo } from 'react';
 import type { ParamDefinition } from '../api/types';
 import { effectiveValue } from '../graph/params';
 import { typeColorVar } from '../graph/typeRules';
 import { useT } from '../i18n';
 import { AdvancedFold } from '../nodes/AdvancedFold';
+import { LayerEditorLauncher } from '../nodes/LayerEditor';
 import { ParamField } from '../nodes/ParamField';
 import { nodeShape, useEditor } from '../store/editorStore';
 import { MessageText } from './MessageText';
@@ -27,17 +28,26 @@ export function SidePanel() {
   if (!node || !shape) return null;
 
   const field = (p: ParamDefinition) => (
-    <ParamField
-      key={`${node.id}:${p.name}`}
-      def={p}
-      value={effectiveValue(p, node.data.params)}
-      onChange={(v) => a.setParam(node.id, p.name, v)}
-      testId={`panel-param-${node.id}-${p.name}`}
-      issue={issues?.find((i) => i.param === p.name)?.message}
-      devices={devices}
-      models={models}
-      onInvalid={(e) => a.setDraftError(node.id, p.name, e)}
-    />
+    <Fragment key={`${node.id}:${p.name}`}>
+      {/* SequentialModel's layer spec: the layer editor, with the raw text below as before. */}
+      {node.data.nodeType === 'SequentialModel' && p.name === 'layers' && (
+        <LayerEditorLauncher
+          nodeId={node.id}
+          value={effectiveValue(p, node.data.params)}
+          onChange={(v) => a.setParam(node.id, p.name, v)}
+        />
+      )}
+      <ParamField
+        def={p}
+        value={effectiveValue(p, node.data.params)}
+        onChange={(v) => a.setParam(node.id, p.name, v)}
+        testId={`panel-param-${node.id}-${p.name}`}
+        issue={issues?.find((i) => i.param === p.name)?.message}
+        devices={devices}
+        models={models}
+        onInvalid={(e) => a.setDraftError(node.id, p.name, e)}
+      />
+    </Fragment>
   );
   const basic = shape.params.filter((p) => !p.advanced);
   const advanced = shape.params.filter((p) => p.advanced);

@@ -1,0 +1,203 @@
+// The layer catalogue against the layer table, and shape traces against the
+// model SequentialModel builds (and against sizes worked out by hand).
+#include "model/layer_shapes.h"
+#include "model/layer_catalog.h"
+#include "model/layer_table.h"
+#include "spec_builder.h"
+
+#include <torch/torch.h>
+
+#include <fstream>
+
+namespace codefy::model {
+namespace {
+
+using nlohmann::json;
+
+/// The `layers` spec of the SequentialModel in examples/<name>/graph.json.
+json example_spec(const std::string& name) {
+  std::ifstream in(std::string(CODEFY_SOURCE_DIR) + "/examples/" + name + "/graph.json");
+  const json graph = json::parse(in);
+  for (const auto& n : graph["nodes"])
+    if (n["type"] == "SequentialModel") return json::parse(n["data"]["params"]["layers"].get<std::string>());
+  ADD_FAILURE() << "no SequentialModel in " << name;
+  return json();
+}
+
+TEST(LayerCatalog, NamesEveryTypeAndParamOfTheLayerTableInItsOrder) {
+  const auto& catalog = layer_catalog();
+  ASSERT_EQ(catalog.size(), layer_defs().size() + merge_defs().size());
+  for (size_t i = 0; i < catalog.size(); ++i) {
+    const bool merge = i >= layer_defs().size();
+    const std::string type = merge ? merge_defs()[i - layer_defs().size()].type : layer_defs()[i].type;
+    const auto& names = merge ? merge_defs()[i - layer_defs().size()].params : layer_defs()[i].params;
+    EXPECT_EQ(catalog[i].type, type);
+    EXPECT_EQ(catalog[i].merge, merge) << type;
+    std::vector<std::string> described;
+    for (const auto& p : catalog[i].params) described.push_back(p.name);
+    EXPECT_EQ(described, names) << type;
+    EXPECT_FALSE(catalog[i].category.empty()) << type;
+  }
+}
+
+TEST(LayerCatalog, EveryLayerBuildsFromItsDefaultsAndFromItsRequiredParamsAlone) {
+  for (const auto& info : layer_catalog()) {
+    if (info.merge) continue;
+    json all = json::object(), required = json::object();
+    for (const auto& p : info.params) {
+      all[p.name] = p.default_value;
+      if (p.required) required[p.name] = p.default_value;
+    }
+    EXPECT_NO_THROW(build_sequential_model(single_layer(info.type, all))) << info.type << all.dump();
+    EXPECT_NO_THROW(build_sequential_model(single_layer(info.type, required))) << info.type << required.dump();
+  }
+}
+
+TEST(LayerCatalog, JsonHasCodefyUIsParamShape) {
+  const json catalog = layer_catalog_json();
+  const auto conv = std::find_if(catalog.begin(), catalog.end(), [](const json& e) { return e["type"] == "Conv2d"; });
+  ASSERT_NE(conv, catalog.end());
+  EXPECT_EQ((*conv)["category"], "Convolution");
+  EXPECT_EQ((*conv)["kind"], "layer");
+  const json& out = (*conv)["params"][1];
+  EXPECT_EQ(out["name"], "out_channels");
+  EXPECT_EQ(out["param_type"], "int");
+  EXPECT_EQ(out["default"], 32);
+  EXPECT_EQ(out["min_value"], 1.0);
+  EXPECT_EQ(out["required"], true);
+  const json& mode = (*conv)["params"].back();
+  EXPECT_EQ(mode["param_type"], "select");
+  EXPECT_EQ(mode["options"], json({"zeros", "reflect", "replicate", "circular"}));
+  const auto add = std::find_if(catalog.begin(), catalog.end(), [](const json& e) { return e["type"] == "Add"; });
+  ASSERT_NE(add, catalog.end());
+  EXPECT_EQ((*add)["kind"], "merge");
+  EXPECT_EQ((*add)["min_inputs"], 2);
+  EXPECT_TRUE((*add)["max_inputs"].is_null());
+}
+
+TEST(LayerShapes, FashionMnistCnnMatchesSizesByHandAndTheBuiltModel) {
+  const json spec = example_spec("fashion-mnist");
+  const ShapeTrace trace = trace_layer_shapes(spec, {1, 28, 28});
+  ASSERT_FALSE(trace.error) << trace.error->message;
+  // Worked out by hand: 3x3 convolutions with padding 1 keep the size, 2x2 pools halve it.
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
+      {"c1", {1, 16, 28, 28}}, {"b1", {1, 16, 28, 28}}, {"r1", {1, 16, 28, 28}}, {"p1", {1, 16, 14, 14}},
+      {"c2", {1, 32, 14, 14}}, {"b2", {1, 32, 14, 14}}, {"r2", {1, 32, 14, 14}}, {"p2", {1, 32, 7, 7}},
+      {"f", {1, 1568}},        {"l1", {1, 128}},        {"r3", {1, 128}},        {"l2", {1, 10}}};
+  ASSERT_EQ(trace.nodes.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(trace.nodes[i].id, expected[i].first);
+    EXPECT_EQ(trace.nodes[i].output_shape, expected[i].second) << expected[i].first;
+  }
+  // Weights by hand: 16*1*9+16, 2*16, 32*16*9+32, 2*32, 1568*128+128, 128*10+10.
+  EXPECT_EQ(trace.nodes[0].parameters, 160);
+  EXPECT_EQ(trace.nodes[1].parameters, 32);
+  EXPECT_EQ(trace.nodes[4].parameters, 4640);
+  EXPECT_EQ(trace.nodes[9].parameters, 200832);
+  EXPECT_EQ(trace.parameters, 160 + 32 + 4640 + 64 + 200832 + 1290);
+
+  // The model SequentialModel builds, run forward, agrees.
+  auto model = build_sequential_model(spec);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor y = model->forward(torch::zeros({1, 1, 28, 28}));
+  EXPECT_EQ(trace.output_shape, y.sizes().vec());
+  int64_t weights = 0;
+  for (const auto& p : model->parameters()) weights += p.numel();
+  EXPECT_EQ(trace.parameters, weights);
+}
+
+TEST(LayerShapes, AShapeMismatchStopsAtTheNodeAndKeepsTheNodesBefore) {
+  json spec = example_spec("fashion-mnist");
+  for (auto& n : spec["nodes"])
+    if (n["id"] == "c2") n["params"]["out_channels"] = 64;  // b2 still expects 32 channels
+  const ShapeTrace trace = trace_layer_shapes(spec, {1, 28, 28});
+  ASSERT_TRUE(trace.error);
+  EXPECT_EQ(trace.error->node_id, "b2");
+  EXPECT_EQ(trace.error->node_type, "BatchNorm2d");
+  EXPECT_NE(trace.error->message.find("layer \"b2\" (BatchNorm2d)"), std::string::npos) << trace.error->message;
+  EXPECT_NE(trace.error->message.find("[1, 64, 14, 14]"), std::string::npos) << trace.error->message;
+  ASSERT_EQ(trace.nodes.size(), 5u);  // c1 b1 r1 p1 c2
+  EXPECT_EQ(trace.nodes.back().id, "c2");
+  EXPECT_EQ(trace.nodes.back().output_shape, (std::vector<int64_t>{1, 64, 14, 14}));
+  EXPECT_TRUE(to_json(trace)["output_shape"].is_null());
+  EXPECT_EQ(to_json(trace)["error"]["node_id"], "b2");
+}
+
+TEST(LayerShapes, ABadParamNamesTheNodeAndTheParam) {
+  const ShapeTrace trace =
+      trace_layer_shapes(Spec()
+                             .layer("a", "ReLU")
+                             .layer("c", "Conv2d", {{"in_channels", 1}, {"out_channels", 0}, {"kernel_size", 3}})
+                             .chain({"a", "c"})
+                             .build(),
+                         {1, 8, 8});
+  ASSERT_TRUE(trace.error);
+  EXPECT_EQ(trace.error->node_id, "c");
+  EXPECT_EQ(trace.error->param, "out_channels");
+  ASSERT_EQ(trace.nodes.size(), 1u);
+  EXPECT_EQ(trace.nodes[0].id, "a");
+}
+
+TEST(LayerShapes, WiringErrorsAndBranchesAreTraced) {
+  // A residual branch: in -> l -> add(l, in) -> out.
+  const json branch = Spec()
+                          .layer("l", "Linear", {{"in_features", 4}, {"out_features", 4}})
+                          .layer("sum", "Add")
+                          .edge("in", "l")
+                          .edge("l", "sum")
+                          .edge("in", "sum")
+                          .edge("sum", "out")
+                          .build();
+  const ShapeTrace ok = trace_layer_shapes(branch, {4});
+  ASSERT_FALSE(ok.error);
+  ASSERT_EQ(ok.nodes.size(), 2u);
+  EXPECT_EQ(ok.nodes[1].output_shape, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(ok.parameters, 20);
+
+  const json unwired = Spec().layer("l", "ReLU").build();  // no edges at all
+  const ShapeTrace bad = trace_layer_shapes(unwired, {4});
+  ASSERT_TRUE(bad.error);
+  EXPECT_TRUE(bad.nodes.empty());
+  EXPECT_FALSE(bad.error->message.empty());
+}
+
+TEST(LayerShapes, AnEmbeddingFirstGetsWholeNumbers) {
+  const ShapeTrace trace = trace_layer_shapes(
+      Spec().layer("e", "Embedding", {{"num_embeddings", 50}, {"embedding_dim", 8}}).chain({"e"}).build(), {12});
+  ASSERT_FALSE(trace.error) << trace.error->message;
+  EXPECT_EQ(trace.output_shape, (std::vector<int64_t>{1, 12, 8}));
+}
+
+TEST(LayerShapes, RefusesRequestsPastTheLimitsAndStopsAtAHugeLayerBeforeBuildingIt) {
+  const json relu = single_layer("ReLU", json::object());
+  EXPECT_THROW(trace_layer_shapes(relu, {}), ShapeRequestError);
+  EXPECT_THROW(trace_layer_shapes(relu, {0, 3}), ShapeRequestError);
+  EXPECT_THROW(trace_layer_shapes(relu, {4096, 4097}), ShapeRequestError);  // past 16M elements
+  ShapeLimits few;
+  few.nodes_max = 2;
+  EXPECT_THROW(trace_layer_shapes(relu, {3}, few), ShapeRequestError);  // Input, ReLU, Output
+
+  // 10^12 weights would take 4 TB: refused by the estimate, never allocated.
+  const ShapeTrace huge =
+      trace_layer_shapes(Spec()
+                             .layer("a", "ReLU")
+                             .layer("l", "Linear", {{"in_features", 1000000}, {"out_features", 1000000}})
+                             .chain({"a", "l"})
+                             .build(),
+                         {1000000});
+  ASSERT_TRUE(huge.error);
+  EXPECT_EQ(huge.error->node_id, "l");
+  EXPECT_NE(huge.error->message.find("weights"), std::string::npos) << huge.error->message;
+  ASSERT_EQ(huge.nodes.size(), 1u);
+
+  // A 1x1 convolution to 4096 channels of a 2048x2048 image: 17 billion outputs.
+  const ShapeTrace wide = trace_layer_shapes(
+      single_layer("Conv2d", {{"in_channels", 1}, {"out_channels", 4096}, {"kernel_size", 1}}), {1, 2048, 2048});
+  ASSERT_TRUE(wide.error);
+  EXPECT_EQ(wide.error->node_id, "l");
+  EXPECT_NE(wide.error->message.find("output"), std::string::npos) << wide.error->message;
+}
+
+}  // namespace
+}  // namespace codefy::model
