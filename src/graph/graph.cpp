@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include "util/atomic_file.h"
+#include "util/json_input.h"
 
 #include <cstdio>
 #include <fstream>
@@ -195,8 +196,8 @@ Graph graph_from_json(const json& j, const std::string& source) {
 Graph parse_graph(const std::string& text, const std::string& source) {
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
+    j = util::parse_json(text);
+  } catch (const util::JsonInputError& e) {
     throw GraphFormatError(source + ": not valid JSON (" + e.what() + ")");
   }
   return graph_from_json(j, source);

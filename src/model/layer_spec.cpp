@@ -2,6 +2,7 @@
 #include "model/layer_spec.h"
 
 #include "model/layer_spec_error.h"
+#include "util/json_input.h"
 #include "util/text.h"
 
 #include <torch/torch.h>
@@ -27,12 +28,9 @@ const json* member(const json& object, const char* key) {
 json spec_object(const json& spec) {
   if (!spec.is_string()) return spec;
   try {
-    return json::parse(spec.get<std::string>());
-  } catch (const json::parse_error& e) {
-    std::string detail = e.what();
-    if (const size_t at = detail.find("] "); detail.rfind("[json.exception", 0) == 0 && at != std::string::npos)
-      detail = detail.substr(at + 2);
-    throw LayerSpecError("", "", "", "the layers spec is not valid JSON (" + detail + ")");
+    return util::parse_json(spec.get<std::string>());
+  } catch (const util::JsonInputError& e) {
+    throw LayerSpecError("", "", "", std::string("the layers spec is not valid JSON (") + e.what() + ")");
   }
 }
 

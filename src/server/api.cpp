@@ -13,6 +13,7 @@
 #include "server/runs.h"
 #include "server/static_files.h"
 #include "server/ws_execution.h"
+#include "util/json_input.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -97,7 +98,7 @@ void Api::handle(const Request& r, Respond respond) {
     match.route->handler(r, match.params, respond);
   } catch (const HttpError& e) {
     respond(Response::error(e.status(), e.what()));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const util::JsonInputError& e) {
     respond(Response::error(400, std::string("malformed JSON: ") + e.what()));
   } catch (const graph::GraphFormatError& e) {
     respond(Response::error(400, e.what()));

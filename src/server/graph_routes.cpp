@@ -5,11 +5,13 @@
 #include "graph/graph.h"
 #include "graph/validate.h"
 #include "util/atomic_file.h"
+#include "util/json_input.h"
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -29,16 +31,34 @@ std::string sanitize_name(const std::string& name) {
 
 namespace {
 
+/// A JSON file's contents, parsed within the same limits as a request body.
+nlohmann::json read_json_file(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return util::parse_json(text.str());
+}
+
 /// The files, sorted, each with its parsed JSON; unreadable ones are skipped, as CodefyUI does.
 std::vector<std::pair<fs::path, nlohmann::json>> read_json_files(std::vector<fs::path> files) {
   std::sort(files.begin(), files.end());
   std::vector<std::pair<fs::path, nlohmann::json>> out;
   for (auto& f : files) {
-    std::ifstream in(f);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_discarded()) out.emplace_back(std::move(f), std::move(j));
+    try {
+      out.emplace_back(f, read_json_file(f));
+    } catch (const util::JsonInputError&) {  // not JSON, or nested past the limit: not listed
+    }
   }
   return out;
+}
+
+/// A graph as saved: indented for people to read and diff, unless the indentation would make the
+/// file much larger than the graph itself (deep nesting): then compact, so a small body never
+/// becomes a large file.
+std::string saved_text(const nlohmann::json& graph) {
+  std::string pretty = graph.dump(2);
+  std::string compact = graph.dump();
+  return (pretty.size() <= 4 * compact.size() + 4096 ? std::move(pretty) : std::move(compact)) + "\n";
 }
 
 }  // namespace
@@ -83,8 +103,8 @@ Response GraphRoutes::save(const Request& r) const {
   if (no_overwrite && !has_file && fs::exists(path)) {
     std::string stored = stem;
     try {
-      std::ifstream in(path);
-      stored = nlohmann::json::parse(in).value("name", stem);
+      const nlohmann::json old = read_json_file(path);
+      if (old.is_object()) stored = old.value("name", stem);
     } catch (const std::exception&) {  // unreadable: named by its file
     }
     return Response::json(409, {{"detail", {{"error", "graph_exists"}, {"file", stem}, {"name", stored}}}});
@@ -92,15 +112,14 @@ Response GraphRoutes::save(const Request& r) const {
   body.erase("file");
   body.erase("overwrite");
   graph::graph_from_json(body, stem);  // a graph file at all (throws GraphFormatError → 400)
-  util::write_file_atomic(path, body.dump(2) + "\n");
+  util::write_file_atomic(path, saved_text(body));
   return Response::json(200, {{"message", "Graph saved"}, {"path", fs::absolute(path).string()}, {"file", stem}});
 }
 
 Response GraphRoutes::load(const std::string& name) const {
   const fs::path file = graphs_dir_ / (sanitize_name(name) + ".json");
   if (name.empty() || !fs::exists(file)) return Response::error(404, "Graph '" + name + "' not found");
-  std::ifstream in(file);
-  return Response::json(200, nlohmann::json::parse(in));
+  return Response::json(200, read_json_file(file));
 }
 
 Response GraphRoutes::list() const {
@@ -167,8 +186,7 @@ Response GraphRoutes::example_load(const Request& r) const {
     return Response::error(400, "Invalid path");
   }
   if (!folder) return Response::error(404, "Example not found: " + path);
-  std::ifstream in(*folder / "graph.json");
-  return Response::json(200, nlohmann::json::parse(in));
+  return Response::json(200, read_json_file(*folder / "graph.json"));
 }
 
 }  // namespace codefy::server

@@ -1,6 +1,8 @@
 // Request and Response helpers.
 #include "server/http_message.h"
 
+#include "util/json_input.h"
+
 namespace codefy::server {
 
 std::string Request::header(const std::string& lower_name) const {
@@ -10,7 +12,7 @@ std::string Request::header(const std::string& lower_name) const {
 
 nlohmann::json Request::json_body() const {
   if (body.empty()) return nlohmann::json::object();
-  return nlohmann::json::parse(body);
+  return util::parse_json(body);
 }
 
 Response Response::json(int status, const nlohmann::json& j) {

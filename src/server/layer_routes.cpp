@@ -3,6 +3,7 @@
 
 #include "model/layer_catalog.h"
 #include "model/layer_shapes.h"
+#include "util/json_input.h"
 
 #include <utility>
 #include <vector>
@@ -44,8 +45,11 @@ void LayerRoutes::shapes(const Request& r, const Respond& respond) {
   if (layers_it == body.end()) throw HttpError(400, "\"layers\" is missing: send the v2 layer spec");
   json spec = *layers_it;
   if (spec.is_string()) {
-    spec = json::parse(spec.get<std::string>(), nullptr, false);
-    if (spec.is_discarded()) throw HttpError(400, "\"layers\" is text that is not valid JSON");
+    try {
+      spec = util::parse_json(spec.get<std::string>());
+    } catch (const util::JsonInputError& e) {
+      throw HttpError(400, std::string("\"layers\" is text that is not valid JSON: ") + e.what());
+    }
   }
   if (!spec.is_object() || !spec.contains("nodes") || !spec["nodes"].is_array())
     throw HttpError(400,

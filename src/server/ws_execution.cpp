@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "server/graph_routes.h"
 #include "server/runs.h"
+#include "util/json_input.h"
 
 #include <algorithm>
 #include <set>
@@ -135,8 +136,8 @@ void WsExecution::receive(const std::shared_ptr<Connection>& c, const std::strin
   const auto send = [&c](const nlohmann::json& m) { c->send(ws_text(m)); };
   nlohmann::json msg;
   try {
-    msg = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+    msg = util::parse_json(text);
+  } catch (const util::JsonInputError& e) {
     return send({{"type", "error"}, {"error", std::string("malformed JSON: ") + e.what()}});
   }
   const std::string action = msg.is_object() ? msg.value("action", std::string()) : std::string();

@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include "util/atomic_file.h"
+#include "util/json_input.h"
 
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
@@ -70,8 +71,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
   size_t pos = kMagicSize;
   Checkpoint c;
   try {
-    c.meta = nlohmann::json::parse(take_part(in, pos, "metadata", where));
-  } catch (const nlohmann::json::exception&) {
+    c.meta = util::parse_json(take_part(in, pos, "metadata", where));
+  } catch (const util::JsonInputError&) {
     throw std::runtime_error(where + ": damaged checkpoint (metadata is not JSON)");
   }
   c.model = decode_safetensors(take_part(in, pos, "weights", where), where);

@@ -1,6 +1,8 @@
 // safetensors encoding and a defensive decoder.
 #include "train/safetensors.h"
 
+#include "util/json_input.h"
+
 #include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <stdexcept>
 
 namespace codefy::train {
@@ -86,8 +89,9 @@ StateDict decode_safetensors(const std::string& bytes, const std::string& source
 
   nlohmann::ordered_json header;
   try {
+    util::check_json_depth(std::string_view(bytes.data() + 8, n));
     header = nlohmann::ordered_json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // nlohmann's errors, or nested past the limit
     throw fail(std::string("header is not JSON (") + e.what() + ")");
   }
   if (!header.is_object()) throw fail("header is not a JSON object");

@@ -333,5 +333,51 @@ TEST_F(ServerFixture, WebSocketHandshakeChecksTokenAndOrigin) {
   expect_alive();
 }
 
+// Hardening (#13): JSON nested 100k deep killed the server (recursive copy and
+// destruction); 1e400 answered 500; a 10k-deep body saved as a 200 MB file.
+TEST_F(ServerFixture, DeeplyNestedJsonIsRefusedOverHttpAndWebSocketAndTheServerStaysUp) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string body = "{\"name\":\"d\",\"nodes\":[],\"edges\":[],\"x\":" + deep + "}";
+  for (const char* route : {"/api/graph/save", "/api/graph/validate"}) {
+    const Reply r = request(http::verb::post, route, body);
+    EXPECT_EQ(r.status, 400) << route;
+    EXPECT_NE(r.json.value("detail", std::string()).find("nested too deeply"), std::string::npos) << r.body;
+  }
+  auto ws = open_ws();
+  ws->ws.write(net::buffer("{\"action\":\"execute\",\"nodes\":[],\"edges\":[],\"x\":" + deep + "}"));
+  const nlohmann::json answer = ws->next();
+  EXPECT_EQ(answer.value("type", std::string()), "error");
+  EXPECT_NE(answer.value("error", std::string()).find("nested too deeply"), std::string::npos) << answer.dump();
+  expect_alive();
+  EXPECT_FALSE(fs::exists(dir_.path() / "graphs" / "d.json"));
+}
+
+TEST_F(ServerFixture, NumberOverflowIsBadInputNotAServerError) {
+  const Reply r = request(http::verb::post, "/api/graph/validate", "{\"nodes\":[],\"edges\":[],\"x\":1e400}");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.json.value("detail", std::string()).find("number overflow"), std::string::npos) << r.body;
+  expect_alive();
+}
+
+TEST_F(ServerFixture, ASavedGraphIsASmallMultipleOfTheBodyThatMadeIt) {
+  // 100 levels (within the limit) around 20k numbers: indented, every number would carry 200+ spaces.
+  std::string inner;
+  for (int i = 0; i < 20000; ++i) inner += (i ? ",1" : "1");
+  const std::string body =
+      "{\"name\":\"wide\",\"nodes\":[],\"edges\":[],\"x\":" + std::string(100, '[') + inner + std::string(100, ']') + "}";
+  const Reply r = request(http::verb::post, "/api/graph/save", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto size = fs::file_size(dir_.path() / "graphs" / "wide.json");
+  EXPECT_LE(size, 4 * body.size() + 4096) << "saved " << size << " bytes from a " << body.size() << "-byte body";
+  // An ordinary graph is still saved indented, for people to read.
+  ASSERT_EQ(post("/api/graph/save", toy_graph(1)).status, 200);
+  std::ifstream in(dir_.path() / "graphs" / (toy_graph(1).value("name", std::string()) + ".json"));
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  EXPECT_EQ(first, "{");
+  EXPECT_EQ(second.rfind("  \"", 0), 0u) << second;
+}
+
 }  // namespace
 }  // namespace codefy::server
