@@ -1,4 +1,4 @@
-import { LossChart } from '../charts/LossChart';
+import { ChartsPanel } from '../charts/ChartsPanel';
 import { t } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { Messages } from './Messages';
@@ -19,7 +19,7 @@ export function BottomPanel() {
         {open ? '▾' : '▴'}
       </button>
       <Messages />
-      <LossChart />
+      <ChartsPanel />
     </section>
   );
 }
