@@ -79,6 +79,7 @@ void Printer::on_progress(const NodeRef& node, const nlohmann::json& e) {
     std::fprintf(out_, "  epoch %lld/%lld  loss %.4f", static_cast<long long>(e.value("epoch", 0)),
                  static_cast<long long>(e.value("total_epochs", 0)), e.value("loss", 0.0));
     if (e.contains("val_loss")) std::fprintf(out_, "  val_loss %.4f", e.value("val_loss", 0.0));
+    if (e.contains("val_accuracy")) std::fprintf(out_, "  val_acc %.2f%%", 100.0 * e.value("val_accuracy", 0.0));
     std::fprintf(out_, "  lr %g  %.1f s\n", e.value("lr", 0.0), e.value("seconds", 0.0));
   }
   std::fflush(out_);

@@ -258,7 +258,14 @@ void register_training_loop(NodeRegistry& r) {
     }
     train::TrainHooks hooks;
     hooks.warn = [&ctx](const std::string& w) { ctx.warn(w); };
-    hooks.progress = [&ctx](const nlohmann::json& e) { ctx.progress(e); };
+    // Each epoch event carries the peak bytes so far per device (host-side
+    // counters, no device sync), so the editor shows memory during the run.
+    hooks.progress = [&ctx, &memory_by_device](const nlohmann::json& e) {
+      if (e.value("event", "") != "epoch") return ctx.progress(e);
+      nlohmann::json with_memory = e;
+      with_memory["peak_memory_bytes"] = memory_by_device(true);
+      ctx.progress(with_memory);
+    };
     hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
     train::TrainResult res = train::train_model(*model, *train_loader, val ? val->get() : nullptr, *opt, *loss,
                                                 sched ? sched->get() : nullptr, o, hooks);

@@ -44,20 +44,51 @@ bool has_batch_norm(const torch::nn::Module& model) {
 
 }  // namespace
 
-double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
-                     Precision precision) {
+bool is_classification_loss(const LossFunction& loss) {
+  return loss.type == "CrossEntropyLoss" || loss.type == "NLLLoss";
+}
+
+Evaluation evaluate(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
+                    Precision precision) {
   torch::NoGradGuard no_grad;
   model.eval();
   const torch::Tensor order = data.epoch_order(0);
   const int64_t n = data.num_batches();
-  torch::Tensor sum = torch::zeros({}, torch::TensorOptions().device(device));
+  const auto on_device = torch::TensorOptions().device(device);
+  torch::Tensor sum = torch::zeros({}, on_device);
+  // Correct and counted samples, kept on the device like the loss sum.
+  torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
+  torch::Tensor counted = torch::zeros({}, on_device.dtype(torch::kLong));
+  bool classify = is_classification_loss(loss);
   for (int64_t b = 0; b < n; ++b) {
     Batch batch = data.batch(order, b);
+    const torch::Tensor target = batch.targets.to(device);
     AutocastGuard autocast(precision, device);  // validate in the precision training uses
     auto out = model.forward(batch.inputs.to(device));
-    sum += loss(out, batch.targets.to(device)).detach().to(torch::kFloat);
+    sum += loss(out, target).detach().to(torch::kFloat);
+    if (!classify) continue;
+    // Class indices: [N] for an [N, C] output ([N, d...] for [N, C, d...]). A
+    // class-probability target (floating, shaped like the output) names no
+    // single right class: no accuracy then.
+    if (out.dim() < 2 || target.dim() != out.dim() - 1 ||
+        (target.is_floating_point() && target.sizes() == out.sizes())) {
+      classify = false;
+      continue;
+    }
+    const torch::Tensor t = target.to(torch::kLong);
+    const torch::Tensor valid = t.ne(-100);  // PyTorch's default ignore_index
+    correct += out.argmax(1).eq(t).logical_and(valid).sum();
+    counted += valid.sum();
   }
-  return n > 0 ? sum.item<double>() / static_cast<double>(n) : 0.0;
+  Evaluation result;
+  if (n == 0) return result;
+  // One read back for the loss and the counts together.
+  const torch::Tensor host =
+      torch::stack({sum.to(torch::kDouble), correct.to(torch::kDouble), counted.to(torch::kDouble)}).to(torch::kCPU);
+  const double* v = host.data_ptr<double>();
+  result.loss = v[0] / static_cast<double>(n);
+  if (classify && v[2] > 0) result.accuracy = v[1] / v[2];
+  return result;
 }
 
 namespace {
@@ -169,7 +200,10 @@ TrainingRun::TrainingRun(Model& model, const DataLoader& train_data, const DataL
 
 void TrainingRun::add_precision_fields(nlohmann::json& j) const {
   j["precision"] = to_string(precision_.used);
-  if (precision_.used != precision_.requested) j["precision_requested"] = to_string(precision_.requested);
+  if (precision_.used != precision_.requested) {
+    j["precision_requested"] = to_string(precision_.requested);
+    j["precision_reason"] = precision_.warning;  // why it fell back, beside the two names
+  }
 }
 
 void TrainingRun::prepare() {
@@ -317,10 +351,13 @@ bool TrainingRun::finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::
 
   // The epoch ended on a completed update (windows never cross epochs), so
   // validation and the best weights see no half-accumulated gradient.
-  std::optional<double> val_loss;
+  std::optional<double> val_loss, val_accuracy;
   if (val_data_) {
-    val_loss = evaluate_loss(model_, *val_data_, loss_, device_, precision_.used);
-    result_.val_losses.push_back(*val_loss);
+    const Evaluation val = evaluate(model_, *val_data_, loss_, device_, precision_.used);
+    val_loss = val.loss;
+    val_accuracy = val.accuracy;
+    result_.val_losses.push_back(val.loss);
+    if (val.accuracy) result_.val_accuracies.push_back(*val.accuracy);
   }
   const double monitor = val_loss ? *val_loss : epoch_loss;
   if (scheduler_ && scheduler_->steps_per_epoch()) scheduler_->step_epoch(monitor);
@@ -350,6 +387,10 @@ bool TrainingRun::finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::
     e["val_loss"] = *val_loss;
     e["val_losses"] = result_.val_losses;
   }
+  if (val_accuracy) {
+    e["val_accuracy"] = *val_accuracy;
+    e["val_accuracies"] = result_.val_accuracies;
+  }
   if (options_.early_stopping_patience > 0) {
     e["patience_counter"] = patience_counter_;
     e["best_epoch"] = best_epoch_;
@@ -364,6 +405,9 @@ nlohmann::json TrainingRun::final_metrics(int64_t epochs_done) const {
   nlohmann::json m = {
       {"final_train_loss", result_.losses.empty() ? 0.0 : result_.losses.back()},
       {"final_val_loss", result_.val_losses.empty() ? nlohmann::json() : nlohmann::json(result_.val_losses.back())},
+      {"val_accuracies", result_.val_accuracies},
+      {"final_val_accuracy",
+       result_.val_accuracies.empty() ? nlohmann::json() : nlohmann::json(result_.val_accuracies.back())},
       {"best_epoch", options_.early_stopping_patience > 0 ? best_epoch_ : static_cast<int64_t>(result_.losses.size())},
       {"total_epochs_run", result_.losses.size()},
       {"start_epoch", options_.start_epoch},

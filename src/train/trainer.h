@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,10 +74,11 @@ struct TrainHooks {
 
 /// What training produced.
 struct TrainResult {
-  std::vector<double> losses;        ///< mean training loss per epoch
-  std::vector<double> val_losses;    ///< mean validation loss per epoch (empty without validation)
-  nlohmann::json metrics;            ///< CodefyUI's metrics dict, plus Codefy's counters
-  nlohmann::json grad_scaler_state;  ///< the scaler's state_dict, null when no scaler ran
+  std::vector<double> losses;          ///< mean training loss per epoch
+  std::vector<double> val_losses;      ///< mean validation loss per epoch (empty without validation)
+  std::vector<double> val_accuracies;  ///< validation accuracy per epoch (classification losses with validation only)
+  nlohmann::json metrics;              ///< CodefyUI's metrics dict, plus Codefy's counters
+  nlohmann::json grad_scaler_state;    ///< the scaler's state_dict, null when no scaler ran
 };
 
 /// Trains `model` in place. The optimizer is used as given (its state lives
@@ -90,8 +92,22 @@ TrainResult train_model(Model& model, const DataLoader& train_data, const DataLo
                         OptimizerHandle& optimizer, const LossFunction& loss, Scheduler* scheduler,
                         const TrainOptions& options, const TrainHooks& hooks);
 
-/// Mean loss over a loader in eval mode without gradients (the validation pass).
-double evaluate_loss(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
-                     Precision precision = Precision::kFp32);
+/// What one validation pass measured.
+struct Evaluation {
+  double loss = 0.0;  ///< mean of the per-batch losses
+  /// Fraction of samples whose highest output is the target class: only for
+  /// CrossEntropyLoss/NLLLoss with class-index targets (samples at PyTorch's
+  /// ignore_index -100 are left out, as the loss leaves them out).
+  std::optional<double> accuracy;
+};
+
+/// True for the losses whose targets are class indices (CrossEntropyLoss, NLLLoss).
+bool is_classification_loss(const LossFunction& loss);
+
+/// The validation pass: mean loss, and accuracy for classification, over a
+/// loader in eval mode without gradients. Both are summed on the device and
+/// read back together once at the end (no host sync per batch).
+Evaluation evaluate(Model& model, const DataLoader& data, const LossFunction& loss, c10::Device device,
+                    Precision precision = Precision::kFp32);
 
 }  // namespace codefy::train

@@ -1,5 +1,6 @@
 // Executor: determinism, cancellation, node identity in errors, events.
 #include "engine/executor.h"
+#include "device/memory.h"
 #include "test_support.h"
 #include "train/serialize.h"
 
@@ -172,6 +173,33 @@ TEST(Executor, AdvancedTrainingParamsAtTheirDefaultsChangeNothing) {
   auto explicit_defaults = run_json(g, 5);
   EXPECT_TRUE(torch::equal(std::get<torch::Tensor>(plain.outputs["train"]["losses"]),
                            std::get<torch::Tensor>(explicit_defaults.outputs["train"]["losses"])));
+}
+
+TEST(Executor, TrainingLoopEpochEventsCarryValidationAccuracyAndPeakMemory) {
+  // The editor draws accuracy and shows memory while the run goes on, so both
+  // ride on every epoch event, not only in the final metrics.
+  ASSERT_TRUE(device::install_counting_allocator());  // as the CLI does at start-up: CPU bytes are counted
+  auto g = toy_graph();
+  set_param(g, "train", "epochs", 3);
+  set_param(g, "train", "early_stopping_patience", 0);  // the last epoch's weights are the ones evaluated
+  Recorder rec;
+  auto r = run_json(g, 0, &rec);
+  std::vector<nlohmann::json> epochs;
+  for (const auto& e : rec.progress)
+    if (e["event"] == "epoch") epochs.push_back(e);
+  ASSERT_EQ(epochs.size(), 3u);
+  for (const auto& e : epochs) {
+    ASSERT_TRUE(e.contains("peak_memory_bytes")) << e.dump();
+    EXPECT_GT(e["peak_memory_bytes"].value("cpu", int64_t{0}), 0);
+    ASSERT_TRUE(e.contains("val_accuracy"));
+  }
+  const auto& m = std::get<nlohmann::json>(r.outputs["train"]["metrics"]);
+  EXPECT_EQ(m["val_accuracies"].size(), 3u);
+  // EvaluateModel counts the same validation set with batches of 256 instead
+  // of 250: the same argmax, up to a sample on a float boundary.
+  const double evaluated = std::get<double>(r.outputs["evaluate"]["accuracy"]);
+  EXPECT_NEAR(m["final_val_accuracy"].get<double>(), evaluated, 2.0 / 500.0);
+  EXPECT_DOUBLE_EQ(epochs.back()["val_accuracy"].get<double>(), m["final_val_accuracy"].get<double>());
 }
 
 TEST(Executor, TrainingLoopReportsPrecisionAndAccumulation) {

@@ -4,7 +4,9 @@
 
 #include <sys/wait.h>
 #include <unistd.h>
+
 #include <csignal>
+#include <regex>
 
 namespace codefy {
 namespace {
@@ -180,6 +182,11 @@ TEST(Cli, ToyExampleRunsAndPrintsMetrics) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("[validation accuracy]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("final_train_loss"), std::string::npos) << r.output;
+  // The epoch line carries the validation accuracy of a classification loss.
+  EXPECT_NE(r.output.find("  epoch 1/20  loss "), std::string::npos) << r.output;
+  EXPECT_TRUE(
+      std::regex_search(r.output, std::regex(R"(epoch 1/20  loss [0-9.]+  val_loss [0-9.]+  val_acc [0-9.]+%  lr )")))
+      << r.output;
 }
 
 TEST(Cli, NodesJsonHasCodefyUIShape) {

@@ -242,6 +242,9 @@ TEST(Precision, Bf16RunsOnCpuAndFp16FallsBackWithAReason) {
       EXPECT_EQ(r.metrics["precision_requested"], "fp16");
       ASSERT_EQ(warnings.size(), 1u);
       EXPECT_NE(warnings[0].find("float16 on CUDA only"), std::string::npos);
+      EXPECT_EQ(r.metrics["precision_reason"], warnings[0]);  // the reason rides beside the names
+    } else if (req == Precision::kBf16) {
+      EXPECT_FALSE(r.metrics.contains("precision_reason"));
     }
   }
 }
@@ -403,6 +406,109 @@ TEST(GradScalerInLoop, Bf16UsesNoScaler) {
   EXPECT_EQ(r.metrics["precision"], "bf16");
   EXPECT_TRUE(r.grad_scaler_state.is_null());
   EXPECT_FALSE(r.metrics.contains("grad_scale"));
+}
+
+/// Accuracy of `net` on `data` by hand: argmax of the outputs of the whole
+/// set in one forward pass, compared with the targets.
+double argmax_accuracy(TinyNet& net, const DatasetPtr& data) {
+  torch::NoGradGuard no_grad;
+  net.eval();
+  const torch::Tensor predicted = net.forward(data->inputs).argmax(1);
+  return predicted.eq(data->targets).sum().item<double>() / static_cast<double>(data->size());
+}
+
+TEST(ValidationAccuracy, MatchesArgmaxOverTheValidationSetEveryEpoch) {
+  // Validation batches of 7 over 30 samples: the last batch is short, so a
+  // mean of per-batch accuracies would differ from correct / total.
+  auto train_data = tiny_data(64);
+  auto val_data = std::make_shared<Dataset>();
+  {
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(29);
+    val_data->inputs = torch::randn({30, 4}, gen);
+    val_data->targets = torch::randint(0, 2, {30}, gen);
+    val_data->num_classes = 2;
+  }
+  for (const std::string loss_type : {"CrossEntropyLoss", "NLLLoss"}) {
+    auto net = tiny_net();
+    DataLoader loader = tiny_loader(train_data, 8);
+    DataLoader val_loader = tiny_loader(val_data, 7);
+    auto opt = tiny_optimizer(net, "SGD", 0.5);
+    TrainOptions o;
+    o.epochs = 3;
+    std::vector<nlohmann::json> epochs;
+    std::vector<double> by_hand;
+    TrainHooks hooks;
+    hooks.progress = [&](const nlohmann::json& e) {
+      if (e["event"] != "epoch") return;
+      epochs.push_back(e);
+      by_hand.push_back(argmax_accuracy(*net, val_data));  // the weights the epoch's validation saw
+      net->train();
+    };
+    auto r = train_model(*net, loader, &val_loader, *opt, *make_loss(loss_type), nullptr, o, hooks);
+    ASSERT_EQ(epochs.size(), 3u) << loss_type;
+    ASSERT_EQ(r.val_accuracies.size(), 3u) << loss_type;
+    for (size_t i = 0; i < epochs.size(); ++i) {
+      ASSERT_TRUE(epochs[i].contains("val_accuracy")) << loss_type;
+      EXPECT_DOUBLE_EQ(epochs[i]["val_accuracy"].get<double>(), by_hand[i]) << loss_type << " epoch " << i + 1;
+      EXPECT_DOUBLE_EQ(r.val_accuracies[i], by_hand[i]);
+    }
+    EXPECT_EQ(epochs.back()["val_accuracies"].size(), 3u);
+    EXPECT_EQ(r.metrics["val_accuracies"].get<std::vector<double>>(), r.val_accuracies);
+    EXPECT_DOUBLE_EQ(r.metrics["final_val_accuracy"].get<double>(), by_hand.back());
+  }
+  // The loss is what it was before accuracy joined the pass: the mean of the batch losses.
+  auto net = tiny_net();
+  DataLoader val_loader = tiny_loader(val_data, 7);
+  const Evaluation ev = evaluate(*net, val_loader, *make_loss("CrossEntropyLoss"), c10::Device(c10::kCPU));
+  double sum = 0.0;
+  {
+    torch::NoGradGuard no_grad;
+    for (int64_t b = 0; b < 5; ++b) {
+      const auto idx = torch::arange(b * 7, std::min<int64_t>(30, (b + 1) * 7));
+      sum += torch::nn::functional::cross_entropy(net->forward(val_data->inputs.index_select(0, idx)),
+                                                  val_data->targets.index_select(0, idx))
+                 .item<double>();
+    }
+  }
+  EXPECT_NEAR(ev.loss, sum / 5.0, 1e-6);
+  EXPECT_DOUBLE_EQ(*ev.accuracy, argmax_accuracy(*net, val_data));
+}
+
+TEST(ValidationAccuracy, AbsentForRegressionAndIgnoredTargetsAreLeftOut) {
+  auto data = tiny_data(20);
+  auto net = tiny_net();
+  DataLoader loader = tiny_loader(data, 5);
+  // A regression loss has no accuracy: none in the event, an empty list and null in the metrics.
+  auto reg = std::make_shared<Dataset>();
+  reg->inputs = data->inputs;
+  reg->targets = torch::randn({20, 2});
+  DataLoader reg_loader = tiny_loader(reg, 5);
+  auto opt = tiny_optimizer(net, "SGD", 0.1);
+  TrainOptions o;
+  o.epochs = 1;
+  bool saw_accuracy = false;
+  TrainHooks hooks;
+  hooks.progress = [&](const nlohmann::json& e) { saw_accuracy |= e.contains("val_accuracy"); };
+  auto r = train_model(*net, reg_loader, &reg_loader, *opt, *make_loss("MSELoss"), nullptr, o, hooks);
+  EXPECT_FALSE(saw_accuracy);
+  EXPECT_TRUE(r.val_accuracies.empty());
+  EXPECT_TRUE(r.metrics["val_accuracies"].empty());
+  EXPECT_TRUE(r.metrics["final_val_accuracy"].is_null());
+  EXPECT_FALSE(evaluate(*net, reg_loader, *make_loss("MSELoss"), c10::Device(c10::kCPU)).accuracy.has_value());
+
+  // Targets at ignore_index (-100) count neither as right nor as wrong.
+  auto ignored = std::make_shared<Dataset>();
+  ignored->inputs = data->inputs;
+  ignored->targets = data->targets.clone();
+  ignored->targets.slice(0, 0, 10).fill_(-100);
+  ignored->num_classes = 2;
+  DataLoader ignored_loader = tiny_loader(ignored, 5);
+  auto rest = std::make_shared<Dataset>();
+  rest->inputs = data->inputs.slice(0, 10);
+  rest->targets = data->targets.slice(0, 10);
+  const Evaluation ev = evaluate(*net, ignored_loader, *make_loss("CrossEntropyLoss"), c10::Device(c10::kCPU));
+  ASSERT_TRUE(ev.accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*ev.accuracy, argmax_accuracy(*net, rest));
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { lossColumns } from '../src/charts/lossData';
 import { anyOverlap, estimateSize, NODE_WIDTH } from '../src/graph/geometry';
 import { graphToFlow } from '../src/graph/graphJson';
 import { layoutPositions } from '../src/graph/layout';
@@ -44,13 +43,6 @@ describe('layout', () => {
   });
 });
 
-describe('loss chart columns', () => {
-  it('align updates and epochs on the step axis and count what is drawn', () => {
-    const c = lossColumns({ batchStep: [2, 4], batchLoss: [3, 2], epochStep: [4, 8], epoch: [1, 2], epochLoss: [2.5, 1.5], valLoss: [2.6, null] });
-    expect(c).toEqual({ x: [2, 4, 8], batch: [3, 2, null], epoch: [null, 2.5, 1.5], val: [null, 2.6, null], points: 5 });
-    expect(lossColumns(undefined).points).toBe(0);
-  });
-});
 
 describe('the address', () => {
   it('names an example or a saved graph', () => {

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerMessage } from '../src/api/types';
-import { idleRun, markIssues, reduceLoss, reduceProgress, reduceRun, startRun, type RunState } from '../src/store/runReducer';
+import { toArray } from '../src/charts/column';
+import { idleRun, markIssues, reduceProgress, reduceRun, startRun, type RunState } from '../src/store/runReducer';
+import { reduceSeries } from '../src/store/trainSeries';
 
 const apply = (messages: ServerMessage[], from: RunState = startRun('r1')) => {
   let state = from;
@@ -80,9 +82,9 @@ describe('errors', () => {
       { type: 'execution_error', error: OOM },
     ]);
     expect(state.statuses.train).toBe('error');
-    expect(state.issues.train).toEqual([{ nodeId: 'train', nodeType: 'TrainingLoop', message: OOM }]);
+    expect(state.issues.train).toEqual([{ nodeId: 'train', nodeType: 'TrainingLoop', message: OOM, outOfMemory: true }]);
     expect(said).toEqual([
-      { level: 'error', nodeId: 'train', text: OOM },
+      { level: 'error', nodeId: 'train', text: OOM, outOfMemory: true },
       { level: 'error', text: 'Run failed (see the error above).' },
     ]);
     expect(state.outcome).toBe('error');
@@ -108,6 +110,47 @@ describe('errors', () => {
       { nodeId: 'train', nodeType: 'TrainingLoop', port: 'optimizer', message: 'required input is not connected' },
     ]);
     expect(said).toEqual([{ level: 'error', text }]);
+  });
+
+  it('the server’s field marks the param (or port) without reading the text', () => {
+    const { state, said } = apply([
+      // The text names no param; the field does.
+      { type: 'node_status', node_id: 'loader', status: 'error', error: 'must be at least 1, got 0', field: 'param "batch_size"' },
+      { type: 'node_status', node_id: 'train', status: 'error', error: 'the optimizer was made for another model', field: 'input "optimizer"' },
+    ]);
+    expect(state.issues.loader).toEqual([{ nodeId: 'loader', param: 'batch_size', message: 'must be at least 1, got 0' }]);
+    expect(state.issues.train).toEqual([{ nodeId: 'train', port: 'optimizer', message: 'the optimizer was made for another model' }]);
+    expect(said[0]).toEqual({ level: 'error', nodeId: 'loader', param: 'batch_size', text: 'must be at least 1, got 0' });
+  });
+
+  it('with structured fields the text is not parsed: a text naming another param does not mark it', () => {
+    const text = 'graph "g": node train (TrainingLoop), param "epochs": bad';
+    const { state } = apply([{ type: 'node_status', node_id: 'train', status: 'error', error: text, field: 'param "lr"' }]);
+    expect(state.issues.train).toEqual([{ nodeId: 'train', param: 'lr', message: text }]);
+  });
+
+  it('out_of_memory marks the whole report on the node and says it whole, advice and all', () => {
+    const { state, said } = apply([
+      { type: 'node_status', node_id: 'train', status: 'running' },
+      { type: 'node_status', node_id: 'train', status: 'error', error: OOM, out_of_memory: true },
+      { type: 'execution_error', error: OOM },
+    ]);
+    expect(state.issues.train).toHaveLength(1);
+    expect(state.issues.train![0]).toMatchObject({ nodeId: 'train', message: OOM, outOfMemory: true });
+    expect(said[0]).toEqual({ level: 'error', nodeId: 'train', text: OOM, outOfMemory: true });
+    expect(said[1]).toEqual({ level: 'error', text: 'Run failed (see the error above).' });
+    // A report that says it is not one is not marked as one, whatever its text.
+    const plain = apply([{ type: 'node_status', node_id: 'train', status: 'error', error: OOM, out_of_memory: false }]);
+    expect(plain.state.issues.train![0]!.outOfMemory).toBeUndefined();
+  });
+
+  it('stopped comes from the flag: a node whose error text is "stopped" but not flagged failed', () => {
+    const stopped = apply([{ type: 'node_status', node_id: 'train', status: 'error', error: 'interrupted', stopped: true }]);
+    expect(stopped.state.statuses.train).toBe('skipped');
+    expect(stopped.state.issues).toEqual({});
+    const failed = apply([{ type: 'node_status', node_id: 'p', status: 'error', error: 'stopped', field: 'param "label"' }]);
+    expect(failed.state.statuses.p).toBe('error');
+    expect(failed.state.issues.p).toEqual([{ nodeId: 'p', param: 'label', message: 'stopped' }]);
   });
 
   it('validation issues replace the marks of the last check', () => {
@@ -148,20 +191,19 @@ describe('training progress', () => {
 
   it('the loss chart’s series: per update and per epoch with validation', () => {
     const { state, said } = apply([batch(1, 3, 3, 2.5), batch(1, 8, 8, 2.0), epoch(1, 10, 2.1, 2.3), batch(2, 4, 14, 1.5), epoch(2, 20, 1.4)]);
-    expect(state.lossNode).toBe('train');
-    expect(state.loss.train).toEqual({
-      batchStep: [3, 8, 14],
-      batchLoss: [2.5, 2.0, 1.5],
-      epochStep: [10, 20],
-      epoch: [1, 2],
-      epochLoss: [2.1, 1.4],
-      valLoss: [2.3, null],
-    });
+    expect(state.seriesNode).toBe('train');
+    const s = state.series.train!;
+    // One row per frame on the step axis: an update's loss, or an epoch's training and validation loss.
+    expect(toArray(s.step)).toEqual([3, 8, 10, 14, 20]);
+    expect(toArray(s.batchLoss)).toEqual([2.5, 2.0, null, 1.5, null]);
+    expect(toArray(s.epochLoss)).toEqual([null, null, 2.1, null, 1.4]);
+    expect(toArray(s.valLoss)).toEqual([null, null, 2.3, null, null]);
+    expect(s.lossPoints).toBe(6);
     expect(said.map((m) => m.text)).toEqual(['Epoch 1/2: loss 2.100, validation loss 2.300', 'Epoch 2/2: loss 1.400']);
   });
 
   it('a frame without a loss leaves the series as it was', () => {
-    const s = reduceLoss(undefined, { event: 'config', config: {} });
+    const s = reduceSeries(undefined, { event: 'config', config: {} });
     expect(s).toBeUndefined();
     expect(reduceProgress(undefined, { event: 'batch', epoch: 1, total_epochs: 4, batch: 1, total_batches: 4, step: 1 }).fraction).toBeCloseTo(1 / 16);
   });

@@ -140,6 +140,10 @@ export interface ProgressEvent {
   step?: number;
   loss?: number;
   val_loss?: number;
+  /** Epoch events of a classification loss with validation. */
+  val_accuracy?: number;
+  /** Epoch events: peak bytes per device so far (Codefy's addition). */
+  peak_memory_bytes?: Record<string, number>;
   lr?: number;
   samples_per_s?: number;
   seconds?: number;
@@ -163,6 +167,10 @@ export type ServerMessage =
       node_id: string;
       status: NodeRunStatus | 'progress' | 'log' | string;
       error?: string;
+      /** Codefy's additions on an error: the param or port it blames (`param "epochs"`), an out-of-memory report, a Stop. */
+      field?: string;
+      out_of_memory?: boolean;
+      stopped?: boolean;
       progress?: ProgressEvent;
       log?: string;
       output_summary?: unknown;

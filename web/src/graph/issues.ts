@@ -11,6 +11,8 @@ export interface NodeIssue {
   /** The port it names (`input "model"`), when it names one. */
   port?: string;
   message: string;
+  /** An out-of-memory report: the message is the whole report (advice as a list). */
+  outOfMemory?: boolean;
 }
 
 /** `param "epochs"` -> {param: "epochs"}; `input "model"` -> {port: "model"}. */

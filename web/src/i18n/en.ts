@@ -337,6 +337,31 @@ export const en = {
   'layers.loadingTypes': 'Loading layer types…',
   'layers.typesFailed': 'The server did not list its layer types.',
   'layers.defaultHint': 'default: {value}',
+
+  // Run charts and facts (charts panel beside the messages)
+  'charts.label': 'Charts',
+  'charts.tabs': 'Charts to show',
+  'charts.loss': 'Loss',
+  'charts.accuracy': 'Val accuracy',
+  'charts.lr': 'Learning rate',
+  'charts.gradNorm': 'Grad norm',
+  'charts.epoch': 'epoch',
+  'charts.accuracySeries': 'validation accuracy',
+  'charts.lrSeries': 'learning rate',
+  'charts.gradNormSeries': 'gradient norm',
+  'charts.emptyAccuracy': 'Validation accuracy is drawn per epoch when a classification TrainingLoop has a val_dataloader.',
+  'charts.emptyLr': 'The learning rate is drawn here while a TrainingLoop trains.',
+  'charts.emptyGradNorm': 'The gradient norm is drawn here while a TrainingLoop trains (log_grad_norm on).',
+  'facts.label': 'Run facts',
+  'facts.precision': 'precision',
+  'facts.precisionFellBack': '{used} (asked {requested})',
+  'facts.batch': 'effective batch',
+  'facts.batchValue': '{effective} = {micro} × {steps}',
+  'facts.speed': 'samples/s',
+  'facts.memory': 'peak memory',
+  'facts.device': 'device',
+  'facts.none': 'Facts about the run appear once a TrainingLoop starts.',
+  'run.accPart': ', validation accuracy {acc}%',
 } as const;
 
 export type MessageKey = keyof typeof en;

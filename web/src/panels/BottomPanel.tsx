@@ -1,4 +1,4 @@
-import { LossChart } from '../charts/LossChart';
+import { ChartsPanel } from '../charts/ChartsPanel';
 import { useT } from '../i18n';
 import { useEditor } from '../store/editorStore';
 import { Messages } from './Messages';
@@ -20,7 +20,7 @@ export function BottomPanel() {
         {open ? '▾' : '▴'}
       </button>
       <Messages />
-      <LossChart />
+      <ChartsPanel />
     </section>
   );
 }

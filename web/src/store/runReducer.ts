@@ -1,9 +1,12 @@
 // What the WebSocket's messages do to a run's state: node statuses, training
-// progress and loss series, errors on nodes, and the lines the messages
-// panel shows. Pure, so every message kind is tested without a socket.
+// progress, chart series and run facts, errors on nodes, and the lines the
+// messages panel shows. Pure, so every message kind is tested without a socket.
 import type { ProgressEvent, ServerMessage } from '../api/types';
-import { firstLine, issuesFromText, type NodeIssue } from '../graph/issues';
+import { firstLine, issuesFromText, parseField, type NodeIssue } from '../graph/issues';
 import { t } from '../i18n';
+import { factsFromSummary, reduceFacts, reduceSeries, type RunFacts, type TrainSeries } from './trainSeries';
+
+export type { RunFacts, TrainSeries } from './trainSeries';
 
 export type NodeStatus = 'idle' | 'running' | 'completed' | 'cached' | 'error' | 'skipped';
 export const NODE_STATUSES: readonly NodeStatus[] = ['idle', 'running', 'completed', 'cached', 'error', 'skipped'];
@@ -26,16 +29,6 @@ export interface TrainingProgress {
   fraction: number;
 }
 
-/** One TrainingLoop's losses: per update (x = step) and per epoch (x = step at the epoch's end). */
-export interface LossSeries {
-  batchStep: number[];
-  batchLoss: number[];
-  epochStep: number[];
-  epoch: number[];
-  epochLoss: number[];
-  valLoss: (number | null)[];
-}
-
 export interface RunState {
   phase: RunPhase;
   outcome: RunOutcome;
@@ -44,9 +37,12 @@ export interface RunState {
   serverRunId?: string;
   statuses: Record<string, NodeStatus>;
   progress: Record<string, TrainingProgress>;
-  loss: Record<string, LossSeries>;
-  /** The TrainingLoop that sent the latest loss. */
-  lossNode: string | null;
+  /** Each TrainingLoop's chart series. */
+  series: Record<string, TrainSeries>;
+  /** The TrainingLoop that sent the latest progress. */
+  seriesNode: string | null;
+  /** Each TrainingLoop's precision, batch, speed and memory. */
+  facts: Record<string, RunFacts>;
   /** Problems marked on nodes: validation issues, node errors. */
   issues: Record<string, NodeIssue[]>;
 }
@@ -58,6 +54,8 @@ export interface NewMessage {
   text: string;
   nodeId?: string;
   param?: string;
+  /** An out-of-memory report (shown whole, its advice as a list). */
+  outOfMemory?: boolean;
 }
 
 export const idleRun = (): RunState => ({
@@ -66,8 +64,9 @@ export const idleRun = (): RunState => ({
   runId: null,
   statuses: {},
   progress: {},
-  loss: {},
-  lossNode: null,
+  series: {},
+  seriesNode: null,
+  facts: {},
   issues: {},
 });
 
@@ -77,10 +76,6 @@ export function startRun(runId: string): RunState {
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-
-export function emptySeries(): LossSeries {
-  return { batchStep: [], batchLoss: [], epochStep: [], epoch: [], epochLoss: [], valLoss: [] };
-}
 
 /** A progress frame folded into the node's progress. */
 export function reduceProgress(prev: TrainingProgress | undefined, e: ProgressEvent): TrainingProgress {
@@ -116,23 +111,6 @@ export function reduceProgress(prev: TrainingProgress | undefined, e: ProgressEv
     p.fraction = Math.max(0, Math.min(1, done / p.totalEpochs));
   }
   return p;
-}
-
-/** A progress frame folded into the node's loss series; the same series back when it carries no loss. */
-export function reduceLoss(prev: LossSeries | undefined, e: ProgressEvent): LossSeries | undefined {
-  const loss = num(e.loss);
-  const step = num(e.step);
-  if (loss === null || step === null || (e.event !== 'batch' && e.event !== 'epoch')) return prev;
-  const s = prev ?? emptySeries();
-  if (e.event === 'batch')
-    return { ...s, batchStep: [...s.batchStep, step], batchLoss: [...s.batchLoss, loss] };
-  return {
-    ...s,
-    epochStep: [...s.epochStep, step],
-    epoch: [...s.epoch, num(e.epoch) ?? s.epoch.length + 1],
-    epochLoss: [...s.epochLoss, loss],
-    valLoss: [...s.valLoss, num(e.val_loss)],
-  };
 }
 
 function addIssue(issues: Record<string, NodeIssue[]>, issue: NodeIssue): Record<string, NodeIssue[]> {
@@ -173,15 +151,17 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
       if (msg.status === 'progress') {
         const e = msg.progress;
         if (!e) return { state, messages: [] };
-        const loss = reduceLoss(state.loss[id], e);
+        const series = reduceSeries(state.series[id], e);
+        const facts = reduceFacts(state.facts[id], e);
         const next: RunState = {
           ...state,
           progress: { ...state.progress, [id]: reduceProgress(state.progress[id], e) },
         };
-        if (loss !== state.loss[id] && loss) {
-          next.loss = { ...state.loss, [id]: loss };
-          next.lossNode = id;
+        if (series !== state.series[id] && series) {
+          next.series = { ...state.series, [id]: series };
+          next.seriesNode = id;
         }
+        if (facts !== state.facts[id] && facts) next.facts = { ...state.facts, [id]: facts };
         const messages: NewMessage[] = [];
         if (e.event === 'epoch')
           messages.push({
@@ -192,7 +172,7 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
               total: e.total_epochs ?? '?',
               loss: num(e.loss)?.toPrecision(4) ?? '?',
               val: num(e.val_loss) !== null ? t('run.valPart', { val: num(e.val_loss)!.toPrecision(4) }) : '',
-            }),
+            }) + (num(e.val_accuracy) !== null ? t('run.accPart', { acc: (num(e.val_accuracy)! * 100).toFixed(1) }) : ''),
           });
         return { state: next, messages };
       }
@@ -200,20 +180,44 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
         return { state, messages: msg.log ? [{ level: 'info', nodeId: id, text: msg.log }] : [] };
       if (msg.status === 'error') {
         const text = msg.error ?? '';
-        if (text === STOPPED)
+        // Codefy says what the error is (stopped, out of memory, the param or
+        // port it blames); a server that does not is read from the text.
+        const structured = msg.stopped !== undefined || msg.out_of_memory !== undefined || msg.field !== undefined;
+        if (structured ? msg.stopped === true : text === STOPPED)
           // The node Stop interrupted: not a failure of the node.
           return {
             state: { ...state, statuses: { ...state.statuses, [id]: 'skipped' } },
             messages: [{ level: 'info', nodeId: id, text: t('run.nodeStopped', { node: id }) }],
           };
-        const named = issuesFromText(text).find((i) => i.nodeId === id);
-        const issue: NodeIssue = { nodeId: id, message: text, ...(named?.param ? { param: named.param } : {}) };
+        const named = structured ? undefined : issuesFromText(text).find((i) => i.nodeId === id);
+        const outOfMemory = structured ? msg.out_of_memory === true : named !== undefined && firstLine(text).includes('ran out of memory');
+        const blamed = structured ? parseField(msg.field) : { ...(named?.param ? { param: named.param } : {}) };
+        const issue: NodeIssue = {
+          nodeId: id,
+          message: text,
+          ...(blamed.param ? { param: blamed.param } : {}),
+          ...(blamed.port ? { port: blamed.port } : {}),
+          ...(outOfMemory ? { outOfMemory: true } : {}),
+        };
         return {
           state: { ...state, statuses: { ...state.statuses, [id]: 'error' }, issues: addIssue(state.issues, issue) },
-          messages: [{ level: 'error', nodeId: id, text, ...(issue.param ? { param: issue.param } : {}) }],
+          messages: [
+            { level: 'error', nodeId: id, text, ...(issue.param ? { param: issue.param } : {}), ...(outOfMemory ? { outOfMemory: true } : {}) },
+          ],
         };
       }
-      if (msg.status === 'running' || msg.status === 'completed' || msg.status === 'cached' || msg.status === 'skipped')
+      if (msg.status === 'completed') {
+        const facts = factsFromSummary(state.facts[id], msg.output_summary);
+        return {
+          state: {
+            ...state,
+            statuses: { ...state.statuses, [id]: 'completed' },
+            ...(facts && facts !== state.facts[id] ? { facts: { ...state.facts, [id]: facts } } : {}),
+          },
+          messages: [],
+        };
+      }
+      if (msg.status === 'running' || msg.status === 'cached' || msg.status === 'skipped')
         return { state: { ...state, statuses: { ...state.statuses, [id]: msg.status } }, messages: [] };
       return { state, messages: [] };
     }
