@@ -287,6 +287,9 @@ int serve(const ServeCommand& cmd) {
       for (std::string h; std::getline(hosts, h, ',');)
         if (!h.empty()) options.allowed_hosts.push_back(h);
     }
+    // Other editors' origins allowed to call in (CodefyUI's setting and format; default its dev servers).
+    if (const char* cors = std::getenv("CODEFYUI_CORS_ORIGINS"); cors && *cors)
+      options.cors_origins = server::parse_cors_origins(cors);
     options.max_upload_bytes =
         util::env_count("CODEFYUI_MAX_UPLOAD_SIZE", "a whole number of bytes").value_or(options.max_upload_bytes);
     server::Api api(options, nodes::builtin());
@@ -305,6 +308,9 @@ int serve(const ServeCommand& cmd) {
     else
       std::printf("  editor: http://%s:%u/ (from %s)\n", cmd.host == "0.0.0.0" ? "127.0.0.1" : cmd.host.c_str(), port,
                   options.web_dir.string().c_str());
+    if (!options.cors_origins.empty())
+      std::printf("  also answers editors at %s (CODEFYUI_CORS_ORIGINS changes the list)\n",
+                  util::join(options.cors_origins, ", ").c_str());
     for (const auto& w : options.workers) {
       std::string devices;
       for (const auto& d : w.devices)

@@ -14,10 +14,12 @@
 #include "server/static_files.h"
 #include "server/ws_execution.h"
 #include "util/json_input.h"
+#include "util/text.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 namespace codefy::server {
@@ -71,6 +73,19 @@ void Api::add_server_routes() {
     if (!t) return Response::error(404, "Node '" + name + "' not found");
     return Response::json(200, graph::to_json(t->def));
   });
+  // CodefyUI's editor asks for these; Codefy has no plugins and no ChatGPT
+  // sign-in, so they answer as CodefyUI does when there are none.
+  routes_.add("GET", "/api/plugins",
+              [](const Request&, const PathParams&) { return Response::json(200, nlohmann::json::array()); });
+  routes_.add("GET", "/api/plugins/generation", [](const Request&, const PathParams&) {
+    return Response::json(200, {{"generation", 0}});
+  });
+  routes_.add("GET", "/api/plugins/{id}", [](const Request&, const PathParams& p) {
+    return Response::error(404, "Plugin '" + p.at("id") + "' not installed");
+  });
+  routes_.add("GET", "/api/llm/codex/status", [](const Request&, const PathParams&) {
+    return Response::json(200, {{"status", "logged_out"}});
+  });
   routes_.add("GET", "/api/system/devices", [](const Request&, const PathParams&) {
     // Memory is read now, at request time.
     nlohmann::json devices = device::to_json(device::device_catalogue(device::system_probe()));
@@ -88,6 +103,7 @@ void Api::add_server_routes() {
 void Api::handle(const Request& r, Respond respond) {
   try {
     if (auto denied = check_access(r)) return respond(*denied);
+    if (auto answer = preflight(r)) return respond(*answer);
     const RouteMatch match = routes_.match(r.method, r.path);
     if (!match.route) {
       // The editor's files answer GETs outside /api and /ws that no route takes.
@@ -113,6 +129,47 @@ bool Api::streams_body(const std::string& method, const std::string& path) const
   return routes_.streams_body_to_disk(method, path);
 }
 
+namespace {
+
+/// An origin's host:port ("http://localhost:5173" -> "localhost:5173"), as Python's urlparse(o).netloc.
+std::string netloc(const std::string& origin) {
+  const size_t scheme = origin.find("://");
+  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+  const size_t end = origin.find_first_of("/?#", start);
+  return origin.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+std::string trimmed(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// What CodefyUI's CORSMiddleware allows (Starlette adds the CORS-safelisted
+// request headers to the allowed ones and sorts them); a preflight may be cached 600 s.
+constexpr const char* kCorsMethods[] = {"GET", "POST", "PUT", "DELETE"};
+constexpr const char* kCorsHeaders[] = {"Accept",           "Accept-Language", "Authorization",
+                                        "Content-Language", "Content-Type",    "X-CodefyUI-Token"};
+
+}  // namespace
+
+std::vector<std::string> codefyui_dev_origins() {
+  return {"http://localhost:5173", "http://localhost:5174", "http://localhost:3000"};
+}
+
+std::vector<std::string> parse_cors_origins(const std::string& value) {
+  const auto j = nlohmann::json::parse(value, nullptr, false);
+  const std::string expected =
+      "CODEFYUI_CORS_ORIGINS: expected a JSON array of origins, e.g. [\"http://localhost:5173\"], got " + value;
+  if (!j.is_array()) throw std::invalid_argument(expected);
+  std::vector<std::string> origins;
+  for (const auto& o : j) {
+    if (!o.is_string()) throw std::invalid_argument(expected);
+    origins.push_back(o.get<std::string>());
+  }
+  return origins;
+}
+
 void Api::listen_on(const std::string& host, uint16_t port) {
   const std::string p = ":" + std::to_string(port);
   std::vector<std::string> names = {"127.0.0.1", "localhost", "[::1]"};
@@ -123,10 +180,19 @@ void Api::listen_on(const std::string& host, uint16_t port) {
     options_.allowed_hosts.push_back(n);
     options_.allowed_origins.push_back("http://" + n + p);
   }
+  // Another editor's dev server (CodefyUI's vite on :5173) may call in from
+  // the browser, or through its proxy with its own Host: both are accepted.
+  for (const auto& o : options_.cors_origins) {
+    options_.allowed_origins.push_back(o);
+    options_.allowed_hosts.push_back(netloc(o));
+  }
 }
 
 bool Api::host_allowed(const std::string& host) const {
-  return std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), host) != options_.allowed_hosts.end();
+  const std::string h = util::lower(trimmed(host));  // host names are case-insensitive
+  if (h.empty()) return false;
+  return std::any_of(options_.allowed_hosts.begin(), options_.allowed_hosts.end(),
+                     [&](const std::string& a) { return util::lower(a) == h; });
 }
 
 bool Api::origin_allowed(const std::string& origin) const {
@@ -145,8 +211,56 @@ std::optional<Response> Api::check_access(const Request& r) const {
   return std::nullopt;
 }
 
-std::string Api::check_websocket(const Request& r, int& code) const {
-  code = 4003;
+std::optional<Response> Api::preflight(const Request& r) const {
+  const auto requested_method = r.headers.find("access-control-request-method");
+  const std::string origin = r.header("origin");
+  if (r.method != "OPTIONS" || origin.empty() || requested_method == r.headers.end()) return std::nullopt;
+  Response res;
+  res.content_type = "text/plain; charset=utf-8";
+  res.headers["Vary"] = "Origin";
+  std::string methods, headers;
+  for (const char* m : kCorsMethods) methods += std::string(methods.empty() ? "" : ", ") + m;
+  for (const char* h : kCorsHeaders) headers += std::string(headers.empty() ? "" : ", ") + h;
+  res.headers["Access-Control-Allow-Methods"] = methods;
+  res.headers["Access-Control-Max-Age"] = "600";
+  res.headers["Access-Control-Allow-Headers"] = headers;
+  std::vector<std::string> failures;
+  if (origin_allowed(origin))
+    res.headers["Access-Control-Allow-Origin"] = origin;
+  else
+    failures.push_back("origin");
+  if (std::none_of(std::begin(kCorsMethods), std::end(kCorsMethods),
+                   [&](const char* m) { return requested_method->second == m; }))
+    failures.push_back("method");
+  if (const auto asked = r.headers.find("access-control-request-headers"); asked != r.headers.end()) {
+    std::stringstream names(asked->second + ",");  // "" asks for an empty name, which is not allowed
+    for (std::string name; std::getline(names, name, ',');) {
+      const std::string n = util::lower(trimmed(name));
+      if (std::none_of(std::begin(kCorsHeaders), std::end(kCorsHeaders),
+                       [&](const char* h) { return util::lower(h) == n; })) {
+        failures.push_back("headers");
+        break;
+      }
+    }
+  }
+  if (failures.empty()) {
+    res.body = "OK";
+    return res;
+  }
+  res.status = 400;  // the browser refuses anyway; the text says why
+  res.body = "Disallowed CORS " + util::join(failures, ", ");
+  return res;
+}
+
+void Api::add_cors_headers(const Request& r, Response& res) const {
+  const std::string origin = r.header("origin");
+  if (origin.empty() || !origin_allowed(origin)) return;
+  res.headers["Access-Control-Allow-Origin"] = origin;
+  auto& vary = res.headers["Vary"];
+  if (vary.find("Origin") == std::string::npos) vary = vary.empty() ? "Origin" : vary + ", Origin";
+}
+
+std::string Api::check_websocket(const Request& r) const {
   if (!host_allowed(r.header("host"))) return "Host not allowed";
   const std::string origin = r.header("origin");
   if (!origin.empty() && !origin_allowed(origin)) return "Origin not allowed";
@@ -155,9 +269,7 @@ std::string Api::check_websocket(const Request& r, int& code) const {
     auto it = r.query.find("token");
     if (it != r.query.end()) token = it->second;
   }
-  code = 4401;
   if (token != options_.token) return "Missing or invalid session token";
-  code = 0;
   return "";
 }
 

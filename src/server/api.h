@@ -33,6 +33,14 @@ class StaticFiles;
 class WsExecution;
 struct Connection;
 
+/// CodefyUI's default CORS_ORIGINS: its vite dev server (5173, 5174 when that
+/// port is taken) and a CRA-style dev server (3000).
+std::vector<std::string> codefyui_dev_origins();
+/// CODEFYUI_CORS_ORIGINS's value as CodefyUI reads it (pydantic: a JSON array
+/// of strings, e.g. ["http://localhost:5173"]). Throws std::invalid_argument
+/// naming the variable for anything else.
+std::vector<std::string> parse_cors_origins(const std::string& value);
+
 struct ApiOptions {
   std::filesystem::path data_dir;
   /// Example graphs (`<category>/<name>/graph.json`), served read-only; empty: none.
@@ -43,6 +51,10 @@ struct ApiOptions {
   std::vector<std::string> allowed_hosts;
   /// WebSocket/browser Origin values accepted, e.g. "http://127.0.0.1:8000".
   std::vector<std::string> allowed_origins;
+  /// Other editors' origins allowed to call the API from the browser (CORS),
+  /// CodefyUI's CORS_ORIGINS: by default its dev servers' origins. Their
+  /// host:port is accepted as Host too, as CodefyUI does.
+  std::vector<std::string> cors_origins = codefyui_dev_origins();
   /// The session token mutating requests must carry in X-CodefyUI-Token.
   std::string token;
   /// Run queues: one per worker; by default one worker per device.
@@ -75,6 +87,12 @@ class Api {
   void listen_on(const std::string& host, uint16_t port);
   bool origin_allowed(const std::string& origin) const;
   bool host_allowed(const std::string& host) const;
+  /// A CORS preflight (OPTIONS with Origin and Access-Control-Request-Method)
+  /// answered as CodefyUI's CORSMiddleware does; empty for any other request.
+  std::optional<Response> preflight(const Request& request) const;
+  /// Adds Access-Control-Allow-Origin (and Vary: Origin) to an answer to a
+  /// request from an allowed origin, so a cross-origin editor can read it.
+  void add_cors_headers(const Request& request, Response& response) const;
 
   /// GET /api/health's answer: version, nodes, run queues, and each store against its caps.
   nlohmann::json health() const;
@@ -85,9 +103,10 @@ class Api {
   std::shared_ptr<Connection> open_connection(std::function<void(std::string)> send);
   void connection_message(const std::shared_ptr<Connection>& c, const std::string& text);
   void close_connection(const std::shared_ptr<Connection>& c);
-  /// The WebSocket handshake's check: "" when fine, else the reason, with
-  /// CodefyUI's close code in `code` (4003 Host/Origin, 4401 token).
-  std::string check_websocket(const Request& request, int& code) const;
+  /// The WebSocket handshake's check: "" when fine, else the reason. The
+  /// server refuses the upgrade with HTTP 403, as CodefyUI's server does
+  /// (its close codes 4003/4401 before accepting become a 403 handshake).
+  std::string check_websocket(const Request& request) const;
   const ApiOptions& options() const { return options_; }
 
  private:

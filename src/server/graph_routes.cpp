@@ -7,9 +7,10 @@
 #include "util/atomic_file.h"
 #include "util/json_input.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -128,14 +129,15 @@ Response GraphRoutes::list() const {
   for (const auto& e : fs::directory_iterator(graphs_dir_))
     if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
   for (const auto& [f, j] : read_json_files(std::move(files))) {
-    std::error_code ec;
-    // The file clock's epoch is not Unix time's: count from now on both clocks.
-    const auto age = fs::file_time_type::clock::now() - fs::last_write_time(f, ec);
-    const auto mtime = (std::chrono::system_clock::now() - age).time_since_epoch();
+    // Unix seconds, as CodefyUI (os.stat's st_mtime); read from stat() since
+    // std::filesystem's file clock counts from another epoch.
+    struct stat st {};
+    const double mtime =
+        ::stat(f.c_str(), &st) == 0 ? static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9 : 0.0;
     const auto name = j.is_object() ? j.find("name") : j.end();
     list.push_back({{"name", name != j.end() && name->is_string() ? name->get<std::string>() : f.stem().string()},
                     {"file", f.stem().string()},
-                    {"modified", std::chrono::duration<double>(mtime).count()}});  // Unix seconds, as CodefyUI
+                    {"modified", mtime}});
   }
   return Response::json(200, list);
 }

@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <filesystem>
@@ -94,8 +95,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   WsSession(tcp::socket&& socket, Api& api, const ServerOptions& options)
       : ws_(std::move(socket)), api_(api), options_(options) {}
 
-  void run(http::request<http::string_body> req, const Request& request) {
-    close_reason_ = api_.check_websocket(request, close_code_);
+  void run(http::request<http::string_body> req) {
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(options_.body_limit);
     auto self = shared_from_this();
@@ -106,12 +106,6 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
  private:
   void on_accept(beast::error_code ec) {
     if (ec) return;
-    if (close_code_ != 0) {  // CodefyUI accepts, then closes with 4003 (Host/Origin) or 4401 (token)
-      auto self = shared_from_this();
-      ws_.async_close(websocket::close_reason(static_cast<websocket::close_code>(close_code_), close_reason_),
-                      [self](beast::error_code) {});
-      return;
-    }
     std::weak_ptr<WsSession> weak = shared_from_this();
     connection_ = api_.open_connection([weak](std::string text) {
       if (auto self = weak.lock()) self->send(std::move(text));
@@ -155,8 +149,6 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   Api& api_;
   const ServerOptions& options_;
   std::shared_ptr<Connection> connection_;
-  int close_code_ = 0;
-  std::string close_reason_;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -169,6 +161,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void read() {
+    request_ = Request{};
+    body_unread_ = true;  // until on_read has the whole body
     header_parser_.emplace();
     header_parser_->header_limit(32 * 1024);
     header_parser_->body_limit(boost::none);  // decided in on_header, once the route is known
@@ -193,7 +187,18 @@ class Session : public std::enable_shared_from_this<Session> {
                           : options_.body_limit;
     // Host and token before the body, as CodefyUI: a request that may not
     // come in is never read, spooled or answered 413.
-    if (!websocket::is_upgrade(header_parser_->get())) {
+    if (websocket::is_upgrade(header_parser_->get()) && request_.path == "/ws/execution") {
+      // A refused upgrade gets 403 at the handshake, as CodefyUI's server
+      // answers (accepting, then closing, sends browsers into a reconnect loop).
+      if (std::string reason = api_.check_websocket(request_); !reason.empty()) {
+        keep_alive_ = false;
+        Response refused;
+        refused.status = 403;
+        refused.content_type = "text/plain; charset=utf-8";
+        refused.body = std::move(reason);
+        return write(std::move(refused));
+      }
+    } else if (!websocket::is_upgrade(header_parser_->get())) {
       if (auto denied = api_.check_access(request_)) {
         keep_alive_ = false;
         return write(std::move(*denied));
@@ -253,6 +258,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return write(Response::error(413, "request body over the limit of " + std::to_string(body_limit_) + " bytes"));
     }
     if (ec) return close();
+    body_unread_ = false;
     keep_alive_ = file_parser_ ? file_parser_->keep_alive() : parser_->keep_alive();
     if (file_parser_) {
       file_parser_->get().body().close();
@@ -262,7 +268,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (!file_parser_ && websocket::is_upgrade(parser_->get()) && request_.path == "/ws/execution") {
       stream_.expires_never();  // the websocket stream keeps its own timeouts
-      return std::make_shared<WsSession>(stream_.release_socket(), api_, options_)->run(parser_->release(), request_);
+      return std::make_shared<WsSession>(stream_.release_socket(), api_, options_)->run(parser_->release());
     }
     stream_.expires_never();  // a run may take long: the answer comes when it ends
     auto self = shared_from_this();
@@ -273,8 +279,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(Response r) {
-    end_upload();           // the upload was handled (or refused): its spooled body goes
-    if (!r.file.empty()) {  // streamed from disk, never read whole into memory
+    api_.add_cors_headers(request_, r);  // a cross-origin editor may read the answer, refusals included
+    end_upload();                        // the upload was handled (or refused): its spooled body goes
+    if (!r.file.empty()) {               // streamed from disk, never read whole into memory
       http::file_body::value_type file;
       beast::error_code ec;
       file.open(r.file.c_str(), beast::file_mode::scan, ec);
@@ -300,8 +307,35 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(options_.read_timeout);
     auto self = shared_from_this();
     http::async_write(stream_, *res, [self, res](beast::error_code ec, std::size_t) {
-      if (ec || res->need_eof()) return self->close();
+      if (ec) return self->close();
+      if (res->need_eof()) return self->body_unread_ ? self->linger() : self->close();
       self->read();
+    });
+  }
+
+  /// Half-closes (the answer is complete), then reads and drops what the
+  /// client still sends until it closes or a bound is reached, then closes.
+  void linger() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return close();
+    end_upload();
+    buffer_.consume(buffer_.size());
+    linger_until_ = std::chrono::steady_clock::now() + options_.linger_total;
+    drained_ = 0;
+    drain();
+  }
+
+  void drain() {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(linger_until_ - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || drained_ >= options_.linger_bytes) return close();
+    stream_.expires_after(std::min(left, options_.linger_idle));
+    drop_.resize(64u << 10);
+    stream_.async_read_some(net::buffer(drop_), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->drained_ += n;
+      if (ec) return self->close();  // the client closed (end of stream), went quiet, or reset
+      self->drain();
     });
   }
 
@@ -337,8 +371,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Uploads& uploads_;
   bool keep_alive_ = false;
   unsigned version_ = 11;
-  size_t body_limit_ = 0;  ///< the limit of the request being read
-  bool upload_ = false;    ///< the request being read is an upload: its route streams the body to disk
+  size_t body_limit_ = 0;     ///< the limit of the request being read
+  bool upload_ = false;       ///< the request being read is an upload: its route streams the body to disk
+  bool body_unread_ = false;  ///< the request being answered was refused before its body was read (whole)
+  std::chrono::steady_clock::time_point linger_until_;  ///< when lingering after a refusal ends at the latest
+  size_t drained_ = 0;                                  ///< bytes read and dropped while lingering
+  std::vector<char> drop_;                              ///< where they are read to
 };
 
 }  // namespace

@@ -25,6 +25,14 @@ struct ServerOptions {
   int max_uploads = 4;  ///< uploads received at once; more get 503
   int io_threads = 2;
   std::chrono::milliseconds read_timeout{30000};  ///< a client that sends nothing is dropped after this
+  /// A request refused before its body was read (403, 413, 421, 431) is
+  /// answered, then the rest the client sends is read and dropped until it
+  /// stops (nginx's lingering_close): closing with bytes unread would reset
+  /// the connection and the client could lose the answer. Bounded by the
+  /// first of: this long without a byte, this long in all, this many bytes.
+  std::chrono::milliseconds linger_idle{5000};
+  std::chrono::milliseconds linger_total{30000};
+  size_t linger_bytes = 128u << 20;
 };
 
 class HttpServer {

@@ -18,6 +18,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -55,7 +56,6 @@ class ServerFixture : public ::testing::Test {
     o.max_upload_bytes = 256 << 10;
     o.stores = stores_;
     o.web_dir = web_dir_;
-    api_ = std::make_unique<Api>(o, nodes::builtin());
     ServerOptions so;
     so.host = "127.0.0.1";
     so.port = 0;
@@ -64,6 +64,8 @@ class ServerFixture : public ::testing::Test {
     so.spool_dir = dir_.path() / ".uploads";
     so.max_uploads = 1;  // one at a time, so the cap can be shown
     so.read_timeout = std::chrono::milliseconds(1500);
+    if (configure_) configure_(o, so);
+    api_ = std::make_unique<Api>(o, nodes::builtin());
     server_ = std::make_unique<HttpServer>(so, *api_);
     port_ = server_->start();
   }
@@ -148,6 +150,8 @@ class ServerFixture : public ::testing::Test {
   std::unique_ptr<HttpServer> server_;
   uint16_t port_ = 0;
   fs::path web_dir_;  ///< the built editor to serve; set before start()
+  /// Changes the options of the next start() (a test's own limits or origins).
+  std::function<void(ApiOptions&, ServerOptions&)> configure_;
 };
 
 inline nlohmann::json toy_graph(int epochs, int samples = 200) {

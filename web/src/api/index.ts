@@ -1,4 +1,4 @@
 export * from './rest';
 export * from './types';
-export { ExecutionSocket, type SocketState } from './ws';
+export { ExecutionSocket, HANDSHAKE_REFUSED, type SocketState } from './ws';
 export { sessionToken } from './auth';

@@ -1,9 +1,24 @@
 // The execution WebSocket: one connection, JSON messages in and out, and a
 // reconnect with backoff when a connection that was up goes down.
-import { webSocketUrl } from './auth';
+import { forgetToken, webSocketUrl } from './auth';
 import type { ServerMessage } from './types';
 
 export type SocketState = 'closed' | 'connecting' | 'open';
+
+/** The reason given when the server refused the handshake (HTTP 403: token, Origin or Host). */
+export const HANDSHAKE_REFUSED = 'handshake-refused';
+
+/** A handshake that failed while the server answers HTTP: a refusal, not an outage. */
+class Refused extends Error {}
+
+/** Whether the server answers at all (it is up, so a failed handshake was refused). */
+async function serverAnswers(): Promise<boolean> {
+  try {
+    return (await fetch('/api/health', { cache: 'no-store' })).ok;
+  } catch {
+    return false;
+  }
+}
 
 const RETRY_FIRST_MS = 1000;
 const RETRY_MAX_MS = 15000;
@@ -32,8 +47,20 @@ export class ExecutionSocket {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.onState('connecting');
+    try {
+      await this.attempt(false);
+    } catch (e) {
+      if (!(e instanceof Refused)) throw e;
+      // A restarted server has a new session token: ask for it once, then try again.
+      forgetToken();
+      await this.attempt(true);
+    }
+  }
+
+  private async attempt(last: boolean): Promise<void> {
     const ws = new WebSocket(await webSocketUrl(this.path));
     this.ws = ws;
+    let opened = false;
     ws.onmessage = (ev) => {
       let msg: ServerMessage;
       try {
@@ -45,6 +72,7 @@ export class ExecutionSocket {
     };
     await new Promise<void>((resolve, reject) => {
       ws.onopen = () => {
+        opened = true;
         this.wasOpen = true;
         this.retries = 0;
         this.onState('open');
@@ -52,10 +80,18 @@ export class ExecutionSocket {
       };
       ws.onclose = (ev) => {
         if (this.ws === ws) this.ws = null;
-        // 4401: a bad token; 4003: Host/Origin refused (CodefyUI's codes).
-        this.onState('closed', ev.code === 4401 || ev.code === 4003 ? ev.reason || `code ${ev.code}` : undefined);
-        reject(new Error(ev.reason || `WebSocket closed (${ev.code})`));
-        if (!this.closing && this.wasOpen) this.scheduleRetry();
+        void (async () => {
+          // The server refuses at the handshake (403), which a browser reports
+          // only as a close before opening: asking the server tells that from an outage.
+          const refused = !opened && !this.closing && (await serverAnswers());
+          if (refused && !last) return reject(new Refused('refused'));
+          // 4401: a bad token; 4003: Host/Origin refused (close codes of servers that accept first).
+          const coded = ev.code === 4401 || ev.code === 4003 ? ev.reason || `code ${ev.code}` : undefined;
+          this.onState('closed', refused ? HANDSHAKE_REFUSED : coded);
+          reject(new Error(refused ? 'the server refused the connection (HTTP 403)' : ev.reason || `WebSocket closed (${ev.code})`));
+          // Retrying a refusal would only be refused again.
+          if (!this.closing && this.wasOpen && !refused) this.scheduleRetry();
+        })();
       };
     });
   }

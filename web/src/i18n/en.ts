@@ -32,6 +32,8 @@ export const en = {
   'socket.lostRun': 'The connection to the server was lost; the server stops a run whose editor goes away.',
   'socket.runEnded': 'The server says the run ended: {status}.',
   'socket.connectFailed': 'Could not connect to the server to run: {error}',
+  // WebSocket refused at the handshake (issue 12)
+  'socket.refusedHandshake': 'it answered 403 (the session token, this page’s origin or its host name was not accepted)',
 
   'palette.label': 'Nodes',
   'palette.search': 'Search nodes',

@@ -365,4 +365,5 @@ export const zhTW: Messages = {
   'facts.device': '裝置',
   'facts.none': 'TrainingLoop 開始後，這裡會顯示這次執行的資訊。',
   'run.accPart': '，驗證準確率 {acc}%',
+  'socket.refusedHandshake': '它回應了 403（工作階段權杖、這個頁面的來源或主機名稱未被接受）',
 };

@@ -445,12 +445,14 @@ export const useEditor = create<EditorState>()((set, get) => {
       (m) => get().receive(m),
       (state, reason) => {
         set({ socket: state });
-        if (reason) get().say('error', t('socket.refused', { reason }));
+        if (reason)
+          get().say('error', t('socket.refused', { reason: reason === api.HANDSHAKE_REFUSED ? t('socket.refusedHandshake') : reason }));
         // A connection lost mid-run ends that run on the server (CodefyUI's rule),
-        // unless it ended first: the server's run list says which.
+        // unless it ended first: the server's run list says which. (A refused
+        // handshake never started one: Run's own catch says so.)
         const tab = runTabNow();
         const run = runOf(tab);
-        if (state === 'closed' && run && run.phase !== 'idle') {
+        if (state === 'closed' && run && run.phase !== 'idle' && reason !== api.HANDSHAKE_REFUSED) {
           const serverRunId = run.serverRunId;
           setRunOf(tab, (r) => ({ ...r, phase: 'idle', outcome: 'stopped', statuses: settleRunning(r.statuses) }));
           get().say('error', t('socket.lostRun'));
