@@ -155,6 +155,33 @@ export function markIssues(state: RunState, found: readonly NodeIssue[]): RunSta
 
 const STOPPED = 'stopped';
 
+/** A training progress frame (node_status "progress", or node_progress for batches) applied to its node. */
+function reduceProgressMessage(state: RunState, id: string, e: ProgressEvent | undefined): { state: RunState; messages: NewMessage[] } {
+  if (!e) return { state, messages: [] };
+  const loss = reduceLoss(state.loss[id], e);
+  const next: RunState = {
+    ...state,
+    progress: { ...state.progress, [id]: reduceProgress(state.progress[id], e) },
+  };
+  if (loss !== state.loss[id] && loss) {
+    next.loss = { ...state.loss, [id]: loss };
+    next.lossNode = id;
+  }
+  const messages: NewMessage[] = [];
+  if (e.event === 'epoch')
+    messages.push({
+      level: 'info',
+      nodeId: id,
+      text: t('run.epochLine', {
+        epoch: e.epoch ?? '?',
+        total: e.total_epochs ?? '?',
+        loss: num(e.loss)?.toPrecision(4) ?? '?',
+        val: num(e.val_loss) !== null ? t('run.valPart', { val: num(e.val_loss)!.toPrecision(4) }) : '',
+      }),
+    });
+  return { state: next, messages };
+}
+
 /** One server message applied: the next state and the messages it adds to the panel. */
 export function reduceRun(state: RunState, msg: ServerMessage): { state: RunState; messages: NewMessage[] } {
   switch (msg.type) {
@@ -168,54 +195,33 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
         },
         messages: [{ level: 'info', text: t('run.started') }],
       };
+    case 'node_progress':
+      return reduceProgressMessage(state, msg.node_id, msg.progress);
     case 'node_status': {
       const id = msg.node_id;
-      if (msg.status === 'progress') {
-        const e = msg.progress;
-        if (!e) return { state, messages: [] };
-        const loss = reduceLoss(state.loss[id], e);
-        const next: RunState = {
-          ...state,
-          progress: { ...state.progress, [id]: reduceProgress(state.progress[id], e) },
+      if (msg.status === 'progress') return reduceProgressMessage(state, id, msg.progress);
+      // What the node printed: on its closing message (CodefyUI's `log`), or
+      // as a message of its own from older servers; said once either way.
+      const printed: NewMessage[] = msg.log ? [{ level: 'info', nodeId: id, text: msg.log }] : [];
+      if (msg.status === 'log') return { state, messages: printed };
+      if (msg.status === 'interrupted' || (msg.status === 'error' && (msg.stopped === true || msg.error === STOPPED)))
+        // The node Stop interrupted: not a failure of the node.
+        return {
+          state: { ...state, statuses: { ...state.statuses, [id]: 'skipped' } },
+          messages: [...printed, { level: 'info', nodeId: id, text: t('run.nodeStopped', { node: id }) }],
         };
-        if (loss !== state.loss[id] && loss) {
-          next.loss = { ...state.loss, [id]: loss };
-          next.lossNode = id;
-        }
-        const messages: NewMessage[] = [];
-        if (e.event === 'epoch')
-          messages.push({
-            level: 'info',
-            nodeId: id,
-            text: t('run.epochLine', {
-              epoch: e.epoch ?? '?',
-              total: e.total_epochs ?? '?',
-              loss: num(e.loss)?.toPrecision(4) ?? '?',
-              val: num(e.val_loss) !== null ? t('run.valPart', { val: num(e.val_loss)!.toPrecision(4) }) : '',
-            }),
-          });
-        return { state: next, messages };
-      }
-      if (msg.status === 'log')
-        return { state, messages: msg.log ? [{ level: 'info', nodeId: id, text: msg.log }] : [] };
       if (msg.status === 'error') {
         const text = msg.error ?? '';
-        if (text === STOPPED)
-          // The node Stop interrupted: not a failure of the node.
-          return {
-            state: { ...state, statuses: { ...state.statuses, [id]: 'skipped' } },
-            messages: [{ level: 'info', nodeId: id, text: t('run.nodeStopped', { node: id }) }],
-          };
         const named = issuesFromText(text).find((i) => i.nodeId === id);
         const issue: NodeIssue = { nodeId: id, message: text, ...(named?.param ? { param: named.param } : {}) };
         return {
           state: { ...state, statuses: { ...state.statuses, [id]: 'error' }, issues: addIssue(state.issues, issue) },
-          messages: [{ level: 'error', nodeId: id, text, ...(issue.param ? { param: issue.param } : {}) }],
+          messages: [...printed, { level: 'error', nodeId: id, text, ...(issue.param ? { param: issue.param } : {}) }],
         };
       }
       if (msg.status === 'running' || msg.status === 'completed' || msg.status === 'cached' || msg.status === 'skipped')
-        return { state: { ...state, statuses: { ...state.statuses, [id]: msg.status } }, messages: [] };
-      return { state, messages: [] };
+        return { state: { ...state, statuses: { ...state.statuses, [id]: msg.status } }, messages: printed };
+      return { state, messages: printed };
     }
     case 'warning':
       return {
