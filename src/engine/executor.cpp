@@ -59,11 +59,12 @@ std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params,
 
 }  // namespace
 
-PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry) {
+PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry, Checks checks) {
   PreparedGraph p;
   p.graph = graph::expand_presets(g);
   auto issues = graph::validate(p.graph, registry);
-  for (auto& i : registry.check(p.graph, graph::make_plan(p.graph))) issues.push_back(std::move(i));
+  for (auto& i : registry.check(p.graph, graph::make_plan(p.graph), checks == Checks::kValidate))
+    issues.push_back(std::move(i));
   if (!issues.empty()) throw graph::ValidationError(std::move(issues));
   p.plan = graph::make_plan(p.graph);
   return p;

@@ -173,8 +173,9 @@ struct NodeType {
 
 /// A check of a graph that looks past one param at a time (a layer spec
 /// against the sample shape its data will have); given the graph with its
-/// presets expanded and its plan, returns the problems it finds.
-using GraphCheck = std::function<std::vector<graph::Issue>(const graph::Graph&, const graph::Plan&)>;
+/// presets expanded, its plan and whether to do the costlier checks an
+/// explicit validation asks for, returns the problems it finds.
+using GraphCheck = std::function<std::vector<graph::Issue>(const graph::Graph&, const graph::Plan&, bool thorough)>;
 
 /// Every node type, built once at start-up and read-only afterwards.
 class NodeRegistry : public graph::NodeCatalog {
@@ -183,7 +184,7 @@ class NodeRegistry : public graph::NodeCatalog {
   /// Adds a check that prepare() runs after validation (see GraphCheck).
   void add_check(GraphCheck check) { checks_.push_back(std::move(check)); }
   /// The problems every added check finds.
-  std::vector<graph::Issue> check(const graph::Graph& g, const graph::Plan& plan) const;
+  std::vector<graph::Issue> check(const graph::Graph& g, const graph::Plan& plan, bool thorough) const;
   const graph::NodeDef* find(const std::string& type) const override;
   const NodeType* get(const std::string& type) const;
   /// All types, sorted by category then name.

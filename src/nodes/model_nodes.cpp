@@ -83,11 +83,13 @@ std::optional<SampleSource> sample_source(const graph::Graph& g, const graph::No
 std::string shape_text(const std::vector<int64_t>& shape) { return nlohmann::json(shape).dump(); }
 
 /// Checks each SequentialModel that runs: its `layers` must be a v2 spec
-/// that parses, and where the graph tells the shape of a sample (see
-/// sample_source) the layers must accept a batch of one such sample. The
-/// trace is bounded well below the layer editor's (it runs wherever a graph
-/// is validated); a model past those bounds is not traced, only parsed.
-std::vector<graph::Issue> check_sequential_models(const graph::Graph& g, const graph::Plan& plan) {
+/// that parses, and, when `thorough` (`codefy validate`, POST
+/// /api/graph/validate) and the graph tells the shape of a sample (see
+/// sample_source), the layers must accept a batch of one such sample. A run
+/// does not trace: it meets the same fault when it trains. The trace is
+/// bounded well below the layer editor's (validation answers on the caller's
+/// thread); a model past those bounds is only parsed.
+std::vector<graph::Issue> check_sequential_models(const graph::Graph& g, const graph::Plan& plan, bool thorough) {
   std::vector<graph::Issue> issues;
   for (const auto& n : g.nodes) {
     if (n.type != "SequentialModel" || !plan.contains(n.id)) continue;
@@ -102,7 +104,7 @@ std::vector<graph::Issue> check_sequential_models(const graph::Graph& g, const g
       add(e.what());
       continue;
     }
-    const auto source = sample_source(g, n);
+    const auto source = thorough ? sample_source(g, n) : std::nullopt;
     if (!source) continue;
     model::ShapeLimits limits;
     limits.input_elements_max = int64_t{1} << 20;
