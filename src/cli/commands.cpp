@@ -105,7 +105,7 @@ void install_signal_handling() {
 int validate_graph(const std::string& path, bool json) {
   try {
     graph::Graph g = graph::load_graph_file(path);
-    prepare(g, nodes::builtin());
+    prepare(g, nodes::builtin(), Checks::kValidate);
     if (json)
       std::printf("%s\n", nlohmann::json{{"valid", true}, {"issues", nlohmann::json::array()}}.dump().c_str());
     else

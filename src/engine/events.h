@@ -37,6 +37,9 @@ class Observer {
   virtual void on_warning(const NodeRef&, const std::string& /*message*/) {}
   /// Text a Print node shows.
   virtual void on_print(const NodeRef&, const std::string& /*text*/) {}
+  /// An image a node gave (a base64 PNG, Visualize's output), just before its
+  /// kCompleted or kCached exit.
+  virtual void on_image(const NodeRef&, const std::string& /*base64_png*/) {}
 };
 
 }  // namespace codefy

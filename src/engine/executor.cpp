@@ -59,10 +59,12 @@ std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params,
 
 }  // namespace
 
-PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry) {
+PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry, Checks checks) {
   PreparedGraph p;
   p.graph = graph::expand_presets(g);
   auto issues = graph::validate(p.graph, registry);
+  for (auto& i : registry.check(p.graph, graph::make_plan(p.graph), checks == Checks::kValidate))
+    issues.push_back(std::move(i));
   if (!issues.empty()) throw graph::ValidationError(std::move(issues));
   p.plan = graph::make_plan(p.graph);
   return p;
@@ -132,7 +134,10 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       }
       keys[id] = cached ? key : std::string();  // a mutable module makes its dependants uncacheable
       if (reused) {
-        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCached, summarize(*reused));
+        if (settings.observer) {
+          if (auto image = find_image(*reused)) settings.observer->on_image(ref, *image);
+          settings.observer->on_node_exit(ref, NodeStatus::kCached, summarize(*reused));
+        }
         result.outputs[id] = std::move(*reused);
         continue;
       }
@@ -172,7 +177,10 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       try {
         ctx.emplace(ref, type->def, params, std::move(inputs), settings, std::move(sources));
         ValueMap outputs = type->execute(*ctx);
-        if (settings.observer) settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summarize(outputs));
+        if (settings.observer) {
+          if (auto image = find_image(outputs)) settings.observer->on_image(ref, *image);
+          settings.observer->on_node_exit(ref, NodeStatus::kCompleted, summarize(outputs));
+        }
         if (!key.empty() && cached) settings.cache->put(key, outputs, value_bytes(outputs));
         if (!key.empty() && persistent)  // measured now, as built
           settings.state_store->put(node_state_key(settings.state_scope, id), PersistedState{key, outputs},

@@ -16,9 +16,15 @@ struct PreparedGraph {
   graph::Plan plan;
 };
 
+/// How thoroughly prepare() checks.
+enum class Checks {
+  kRun,       ///< what a run needs: params, wires, layer specs that parse
+  kValidate,  ///< also what only running would show otherwise: layers traced with a sample of their data
+};
+
 /// Expands presets, validates and plans. Throws graph::ValidationError with
 /// every problem found.
-PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry);
+PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry, Checks checks = Checks::kRun);
 
 /// What a finished run produced.
 struct RunResult {

@@ -4,7 +4,9 @@
 #include "engine/errors.h"
 #include "engine/events.h"
 #include "engine/value.h"
+#include "graph/plan.h"
 #include "graph/types.h"
+#include "graph/validate.h"
 #include "store/lru.h"
 #include "util/cancel.h"
 
@@ -169,10 +171,20 @@ struct NodeType {
   Fingerprint fingerprint;  ///< empty: the node reads nothing outside the graph
 };
 
+/// A check of a graph that looks past one param at a time (a layer spec
+/// against the sample shape its data will have); given the graph with its
+/// presets expanded, its plan and whether to do the costlier checks an
+/// explicit validation asks for, returns the problems it finds.
+using GraphCheck = std::function<std::vector<graph::Issue>(const graph::Graph&, const graph::Plan&, bool thorough)>;
+
 /// Every node type, built once at start-up and read-only afterwards.
 class NodeRegistry : public graph::NodeCatalog {
  public:
   void add(graph::NodeDef def, std::function<ValueMap(NodeContext&)> execute, Fingerprint fingerprint = {});
+  /// Adds a check that prepare() runs after validation (see GraphCheck).
+  void add_check(GraphCheck check) { checks_.push_back(std::move(check)); }
+  /// The problems every added check finds.
+  std::vector<graph::Issue> check(const graph::Graph& g, const graph::Plan& plan, bool thorough) const;
   const graph::NodeDef* find(const std::string& type) const override;
   const NodeType* get(const std::string& type) const;
   /// All types, sorted by category then name.
@@ -180,6 +192,7 @@ class NodeRegistry : public graph::NodeCatalog {
 
  private:
   std::map<std::string, NodeType> types_;
+  std::vector<GraphCheck> checks_;
 };
 
 /// Helpers for concise node definitions.

@@ -179,6 +179,13 @@ const NodeType* NodeRegistry::get(const std::string& type) const {
   return it == types_.end() ? nullptr : &it->second;
 }
 
+std::vector<graph::Issue> NodeRegistry::check(const graph::Graph& g, const graph::Plan& plan, bool thorough) const {
+  std::vector<graph::Issue> issues;
+  for (const auto& c : checks_)
+    for (auto& i : c(g, plan, thorough)) issues.push_back(std::move(i));
+  return issues;
+}
+
 std::vector<const NodeType*> NodeRegistry::list() const {
   std::vector<const NodeType*> v;
   for (const auto& [name, t] : types_) v.push_back(&t);

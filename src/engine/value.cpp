@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace codefy {
@@ -38,58 +40,170 @@ const char* value_kind(const Value& v) {
                     v);
 }
 
+std::string torch_dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::kFloat: return "torch.float32";
+    case c10::kDouble: return "torch.float64";
+    case c10::kHalf: return "torch.float16";
+    case c10::kBFloat16: return "torch.bfloat16";
+    case c10::kLong: return "torch.int64";
+    case c10::kInt: return "torch.int32";
+    case c10::kShort: return "torch.int16";
+    case c10::kChar: return "torch.int8";
+    case c10::kByte: return "torch.uint8";
+    case c10::kBool: return "torch.bool";
+    default: return std::string("torch.") + c10::toString(t);
+  }
+}
+
+namespace {
+
+/// A number as JSON: NaN and infinities (which JSON cannot hold) as null.
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+double round4(double v) { return std::isfinite(v) ? std::round(v * 1e4) / 1e4 : v; }
+
+/// Nested lists of a CPU double tensor's values (whole numbers for integer dtypes).
+nlohmann::json nested_values(const double* data, const std::vector<int64_t>& shape, size_t dim, bool integral,
+                             int64_t& offset) {
+  if (dim == shape.size()) {
+    const double v = data[offset++];
+    return integral ? nlohmann::json(static_cast<int64_t>(v)) : finite_or_null(v);
+  }
+  nlohmann::json a = nlohmann::json::array();
+  for (int64_t i = 0; i < shape[dim]; ++i) a.push_back(nested_values(data, shape, dim + 1, integral, offset));
+  return a;
+}
+
+/// The elements min/max/mean are computed over: all of them up to
+/// kStatsElementsMax; past that an evenly strided sample of that many (of the
+/// flat view when the tensor is contiguous, else of a leading block), so a
+/// summary never reads more than kStatsElementsMax elements.
+constexpr int64_t kStatsElementsMax = int64_t{1} << 20;
+
+torch::Tensor stats_sample(const torch::Tensor& t, bool& sampled) {
+  sampled = t.numel() > kStatsElementsMax;
+  if (!sampled) return t;
+  if (t.is_contiguous()) {
+    const int64_t step = (t.numel() + kStatsElementsMax - 1) / kStatsElementsMax;
+    return t.view({-1}).slice(0, 0, t.numel(), step);
+  }
+  torch::Tensor block = t;
+  for (int64_t d = 0; d < block.dim() && block.numel() > kStatsElementsMax; ++d) {
+    const int64_t rest = block.numel() / block.size(d);
+    block = block.narrow(d, 0, std::max<int64_t>(1, kStatsElementsMax / std::max<int64_t>(rest, 1)));
+  }
+  return block;
+}
+
+/// A tensor as CodefyUI summarizes it: type, shape, dtype (torch.float32),
+/// min/max (and mean for floating types, rounded to 4 places), and the values
+/// themselves when there are at most 256. Codefy adds the device, and
+/// stats_sampled when min/max/mean come from a sample (see stats_sample).
+nlohmann::json summarize_tensor(const torch::Tensor& t) {
+  nlohmann::json j = {{"type", "tensor"}};
+  if (!t.defined()) return j;
+  j["shape"] = t.sizes().vec();
+  j["dtype"] = torch_dtype_name(t.scalar_type());
+  j["device"] = t.device().str();
+  const bool floating = c10::isFloatingType(t.scalar_type());
+  if (t.numel() > 0 && !c10::isComplexType(t.scalar_type())) {
+    bool sampled = false;
+    const torch::Tensor s = stats_sample(t.detach(), sampled).to(torch::kDouble);
+    const torch::Tensor stats =
+        floating ? torch::stack({s.min(), s.max(), s.mean()}) : torch::stack({s.min(), s.max()});
+    const torch::Tensor host = stats.to(torch::kCPU).contiguous();
+    const double* v = host.data_ptr<double>();
+    if (floating) {
+      j["min"] = finite_or_null(round4(v[0]));
+      j["max"] = finite_or_null(round4(v[1]));
+      j["mean"] = finite_or_null(round4(v[2]));
+    } else {
+      j["min"] = static_cast<int64_t>(v[0]);
+      j["max"] = static_cast<int64_t>(v[1]);
+    }
+    if (sampled) j["stats_sampled"] = true;
+    if (t.numel() <= 256) {
+      const torch::Tensor c = t.detach().to(torch::kCPU).to(torch::kDouble).contiguous();
+      int64_t offset = 0;
+      j["values"] = nested_values(c.data_ptr<double>(), c.sizes().vec(), 0, !floating, offset);
+    }
+  }
+  return j;
+}
+
+std::string clip(const std::string& s, size_t n) { return s.size() > n ? s.substr(0, n) : s; }
+
+int64_t count_all_parameters(const torch::nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace
+
 nlohmann::json summarize(const Value& v) {
   using nlohmann::json;
   return std::visit(
       Overloaded{
           [](const std::monostate&) { return json(nullptr); },
-          [](const torch::Tensor& t) {
-            json j = {{"type", "TENSOR"}};
-            if (!t.defined()) return j;
-            j["shape"] = t.sizes().vec();
-            j["dtype"] = std::string(c10::toString(t.scalar_type()));
-            j["device"] = t.device().str();
-            if (t.numel() > 0 && t.numel() <= 8 && t.dim() <= 1) {
-              auto c = t.detach().to(torch::kCPU).to(torch::kDouble).contiguous();
-              j["values"] = std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-            }
-            return j;
-          },
+          [](const torch::Tensor& t) { return summarize_tensor(t); },
           [](const double& d) {
-            return json{{"type", "SCALAR"}, {"value", d}};
+            return json{{"type", "scalar"}, {"value", finite_or_null(d)}};
           },
           [](const std::string& s) {
-            return json{{"type", "STRING"}, {"value", s.size() > 200 ? s.substr(0, 200) + "..." : s}};
+            return json{{"type", "string"}, {"value", clip(s, 200)}};
           },
           [](const json& j) {
-            std::string s = j.dump();
-            if (s.size() <= 2000) return json{{"type", j.is_array() ? "LIST" : "ANY"}, {"value", j}};
-            return json{{"type", j.is_array() ? "LIST" : "ANY"}, {"size", j.size()}};
+            const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+            if (j.is_array()) {
+              json out = {{"type", "list"}, {"length", j.size()}, {"repr", clip(text, 200)}};
+              bool primitive = true;
+              for (const auto& x : j) primitive = primitive && !x.is_structured();
+              if (j.size() <= 256 && primitive) out["values"] = j;
+              return out;
+            }
+            if (j.is_object()) {
+              json out = {{"type", "dict"}, {"repr", clip(text, 200)}};
+              // Codefy's addition: a small dict whole (a TrainingLoop's metrics: the editor's run facts).
+              if (text.size() <= 4000) out["value"] = j;
+              return out;
+            }
+            return json{{"type", "scalar"}, {"value", j}};
           },
           [](const train::ModelPtr& m) {
-            return json{{"type", "MODEL"}, {"class", m->name()}, {"parameters", train::count_parameters(*m)}};
+            return json{{"type", "model"},
+                        {"class", m->name()},
+                        {"params", count_all_parameters(*m)},
+                        {"trainable", train::count_parameters(*m)}};
           },
           [](const train::DatasetPtr& d) {
-            return json{{"type", "DATASET"},
-                        {"name", d->name},
+            const auto shape = d->inputs.defined() ? d->inputs.sizes().slice(1).vec() : std::vector<int64_t>{};
+            std::ostringstream repr;
+            repr << d->name << ": " << d->size() << " samples of " << json(shape).dump();
+            if (d->num_classes > 0) repr << ", " << d->num_classes << " classes";
+            return json{{"type", "dataset"},
+                        {"class", d->name},
                         {"samples", d->size()},
-                        {"input_shape", d->inputs.sizes().slice(1).vec()},
-                        {"num_classes", d->num_classes}};
+                        {"input_shape", shape},
+                        {"num_classes", d->num_classes},
+                        {"repr", repr.str()}};
           },
           [](const train::DataLoaderPtr& l) {
-            return json{{"type", "DATALOADER"},
-                        {"batch_size", l->options().batch_size},
-                        {"batches", l->num_batches()},
-                        {"shuffle", l->options().shuffle}};
+            const auto& o = l->options();
+            const std::string repr = "batch_size " + std::to_string(o.batch_size) + ", " +
+                                     std::to_string(l->num_batches()) + " batches" + (o.shuffle ? ", shuffled" : "");
+            return json{{"type", "dataloader"},        {"class", "DataLoader"}, {"batch_size", o.batch_size},
+                        {"batches", l->num_batches()}, {"shuffle", o.shuffle},  {"repr", repr}};
           },
           [](const train::OptimizerPtr& o) {
-            return json{{"type", "OPTIMIZER"}, {"class", o->type}, {"lr", train::get_lr(*o->optimizer)}};
+            return json{{"type", "optimizer"}, {"class", o->type}, {"lr", train::get_lr(*o->optimizer)}};
           },
           [](const train::LossPtr& l) {
-            return json{{"type", "LOSS_FN"}, {"class", l->type}};
+            return json{{"type", "loss_fn"}, {"class", l->type}};
           },
           [](const train::SchedulerPtr& s) {
-            return json{{"type", "SCHEDULER"}, {"class", s->options().type}};
+            return json{{"type", "scheduler"}, {"class", s->options().type}};
           },
       },
       v);
@@ -99,6 +213,15 @@ nlohmann::json summarize(const ValueMap& values) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [port, value] : values) j[port] = summarize(value);
   return j;
+}
+
+std::optional<std::string> find_image(const ValueMap& values) {
+  static const std::string kPngBase64 = "iVBORw0KGgo";  // the PNG signature, base64-encoded
+  for (const auto& [port, v] : values) {
+    (void)port;
+    if (const auto* s = std::get_if<std::string>(&v); s && s->compare(0, kPngBase64.size(), kPngBase64) == 0) return *s;
+  }
+  return std::nullopt;
 }
 
 std::string to_display_string(const Value& v) {

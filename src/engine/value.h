@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -28,8 +29,14 @@ using ValueMap = std::map<std::string, Value>;
 /// Short type name of what a value holds ("TENSOR", "MODEL", ...), for messages.
 const char* value_kind(const Value& v);
 
-/// A small JSON summary for events and `--json` output (shape and dtype of a
-/// tensor, parameter count of a model, the value of a scalar...), never the data.
+/// A small JSON summary for events and `--json` output, in CodefyUI's shape
+/// (its `output_summary`): lower-case `type` (tensor, model, scalar, string,
+/// list, dict, dataset, dataloader, optimizer, loss_fn, scheduler); a
+/// tensor's shape, dtype ("torch.float32"), min/max (and mean when floating)
+/// and its values when it has at most 256; a model's class, params and
+/// trainable; a list's length, repr and values (at most 256 plain ones).
+/// Statistics of a tensor past 2^20 elements come from a sample of that many
+/// (`stats_sampled`: true), so a summary costs at most that much.
 nlohmann::json summarize(const Value& v);
 /// summarize() of each port: {port: summary}.
 nlohmann::json summarize(const ValueMap& values);
@@ -40,6 +47,13 @@ nlohmann::json summarize(const ValueMap& values);
 void count_bytes(const Value& v, store::StorageCounter& counter);
 /// Bytes held by a node's outputs, shared storage counted once.
 int64_t value_bytes(const ValueMap& values);
+
+/// PyTorch's name of a dtype: "torch.float32", "torch.int64"...
+std::string torch_dtype_name(c10::ScalarType t);
+
+/// The first output that is an image as Visualize gives it (a base64 PNG),
+/// for the editor's `image` field; nullopt when there is none.
+std::optional<std::string> find_image(const ValueMap& values);
 
 /// Human-readable text of a value for Print.
 std::string to_display_string(const Value& v);

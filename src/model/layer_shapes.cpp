@@ -23,9 +23,6 @@ using torch::Tensor;
 
 namespace {
 
-/// Multiply-adds one trace may spend (about a second on one core).
-constexpr double kMultiplyAddsMax = 8e9;
-
 /// A size param read leniently for estimates: a whole number, the d-th entry
 /// of a list (or the largest entry when d < 0), else `fallback` (the builder
 /// rejects what this lets through).
@@ -200,6 +197,7 @@ ShapeTrace trace_layer_shapes(const json& spec, const std::vector<int64_t>& inpu
     for (size_t s : wiring.inputs[i]) inputs.push_back(values[s]);
     const auto stop = [&](const std::string& param, const std::string& message) {
       trace.error = error_of(LayerSpecError(node.id, node.type, param, message));
+      trace.error->over_limit = true;
     };
 
     const Estimate e = estimate(node, inputs);
@@ -213,9 +211,9 @@ ShapeTrace trace_layer_shapes(const json& spec, const std::vector<int64_t>& inpu
                    with_commas(static_cast<double>(limits.activations_max)) + " for all outputs together");
       break;
     }
-    if (multiply_adds_total + e.multiply_adds > kMultiplyAddsMax) {
+    if (multiply_adds_total + e.multiply_adds > limits.multiply_adds_max) {
       stop("", "would take about " + with_commas(e.multiply_adds) + " multiply-adds; the shape preview stops at " +
-                   with_commas(kMultiplyAddsMax) + " for the whole model");
+                   with_commas(limits.multiply_adds_max) + " for the whole model");
       break;
     }
 

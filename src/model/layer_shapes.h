@@ -20,6 +20,7 @@ struct ShapeLimits {
   size_t nodes_max = 256;                         ///< nodes in the spec
   int64_t parameters_max = int64_t{1} << 26;      ///< weights of the whole model (64M, 256 MiB)
   int64_t activations_max = int64_t{1} << 26;     ///< elements of all outputs together (64M)
+  double multiply_adds_max = 8e9;                 ///< estimated multiply-adds (8e9: about a second on one core)
 };
 
 /// A request the trace refuses outright: an input shape that is not a list of
@@ -40,6 +41,7 @@ struct NodeShape {
 struct ShapeError {
   std::string node_id, node_type, param;  ///< each empty when nothing in particular is to blame
   std::string message;                    ///< the full message, naming the node
+  bool over_limit = false;                ///< the trace stopped at a limit: the layer itself may be fine
 };
 
 /// A spec traced with a sample input.

@@ -70,6 +70,14 @@ void register_dataset(NodeRegistry& r) {
             NodeContext::rethrow_if_out_of_memory(packaged);
             NodeContext::fail_param("data_dir", why);
           }
+          // The fallback is kept, but never silent: the run trains on other files than the graph names.
+          const std::filesystem::path wanted = ctx.resolve_path(dir);
+          std::error_code ec;
+          const bool exists = std::filesystem::is_directory(wanted, ec);
+          ctx.warn("Dataset \"" + ctx.node().id + "\": data_dir \"" + dir + "\" (" + wanted.string() + ") " +
+                   (exists ? "has no readable " + name + " " + (train ? "train" : "test") + " files (" + why + ")"
+                           : std::string("does not exist")) +
+                   "; using " + name + " from " + ds.source + " instead");
         }
         return ValueMap{{"dataset", std::make_shared<const train::Dataset>(
                                         take_first(std::move(ds), ctx.param_int("max_samples")))}};

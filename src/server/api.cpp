@@ -10,6 +10,7 @@
 #include "server/inspector.h"
 #include "server/layer_routes.h"
 #include "server/model_files.h"
+#include "server/preset_routes.h"
 #include "server/runs.h"
 #include "server/static_files.h"
 #include "server/ws_execution.h"
@@ -40,6 +41,7 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   models_->add_routes(routes_);
   inspector_->add_routes(routes_);
   layers_->add_routes(routes_);
+  add_preset_routes(routes_, registry_);
   std::random_device rd;
   char hex[33];
   for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);

@@ -81,7 +81,7 @@ void GraphRoutes::add_routes(RouteTable& table) {
 
 Response GraphRoutes::validate(const Request& r) const {
   try {
-    prepare(graph::graph_from_json(r.json_body(), "request"), registry_);
+    prepare(graph::graph_from_json(r.json_body(), "request"), registry_, Checks::kValidate);
     return Response::json(200,
                           {{"valid", true}, {"errors", nlohmann::json::array()}, {"issues", nlohmann::json::array()}});
   } catch (const graph::ValidationError& e) {

@@ -13,22 +13,6 @@ namespace codefy::server {
 
 namespace {
 
-std::string torch_dtype_name(c10::ScalarType t) {
-  switch (t) {
-    case c10::kFloat: return "torch.float32";
-    case c10::kDouble: return "torch.float64";
-    case c10::kHalf: return "torch.float16";
-    case c10::kBFloat16: return "torch.bfloat16";
-    case c10::kLong: return "torch.int64";
-    case c10::kInt: return "torch.int32";
-    case c10::kShort: return "torch.int16";
-    case c10::kChar: return "torch.int8";
-    case c10::kByte: return "torch.uint8";
-    case c10::kBool: return "torch.bool";
-    default: return std::string("torch.") + c10::toString(t);
-  }
-}
-
 /// One number of a slice piece: blank is "none"; anything else must be whole.
 c10::optional<int64_t> slice_number(const std::string& s, const std::string& piece) {
   if (s.empty()) return c10::nullopt;
@@ -124,8 +108,15 @@ nlohmann::json output_row(const std::string& node_id, const std::string& port, c
 nlohmann::json output_values(const Value& v, const std::string& slice, int64_t max_elements) {
   const auto* t = std::get_if<torch::Tensor>(&v);
   if (!t || !t->defined()) {
+    // Plain data whole (a metrics dict reads as its keys), else the run's
+    // summary without its one-line repr: the inspector lists the fields.
+    if (const auto* data = std::get_if<nlohmann::json>(&v)) {
+      if (data->dump().size() <= 2000) return {{"type", output_type(v)}, {"value", *data}};
+      return {{"type", output_type(v)}, {"size", data->size()}};
+    }
     nlohmann::json j = summarize(v);
     j["type"] = output_type(v);
+    j.erase("repr");
     return j;
   }
   const auto index = parse_slice(slice);

@@ -10,6 +10,7 @@
 #include "util/json_input.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -41,22 +42,49 @@ class EditorRun : public RunListener {
   }
   void on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::json& detail) override {
     nlohmann::json m = {{"type", "node_status"}, {"node_id", n.id}, {"status", to_string(s)}};
-    if (s == NodeStatus::kError) {
+    if (s == NodeStatus::kError && detail.value("stopped", false)) {
+      // Stop interrupted it: not a failure of the node. CodefyUI's status for
+      // it is "interrupted"; stopped is Codefy's own mark.
+      m["status"] = "interrupted";
+      m["stopped"] = true;
+    } else if (s == NodeStatus::kError) {
       m["error"] = detail.value("error", "");
-      for (const char* key : {"field", "out_of_memory", "stopped"})  // Codefy's additions, for the editor to mark
+      for (const char* key : {"field", "out_of_memory"})  // Codefy's additions, for the editor to mark
         if (detail.contains(key)) m[key] = detail[key];
-    } else
+    } else if (s == NodeStatus::kCompleted || s == NodeStatus::kCached) {
       m["output_summary"] = detail;
+      // CodefyUI's client shows a top-level image (a bare base64 PNG) in its log.
+      if (image_node_ == n.id) m["image"] = std::move(image_);
+    }
+    // What the node printed rides on its closing message, as CodefyUI's `log`.
+    if (auto it = logs_.find(n.id); it != logs_.end()) {
+      m["log"] = std::move(it->second);
+      logs_.erase(it);
+    }
+    image_node_.clear();
+    image_.clear();
     emit(m);
   }
   void on_progress(const NodeRef& n, const nlohmann::json& e) override {
-    emit({{"type", "node_status"}, {"node_id", n.id}, {"status", "progress"}, {"progress", e}});
+    // Per-batch progress goes under a message type of its own: CodefyUI's
+    // client ignores types it does not know, while a node_status "progress"
+    // frame would replace the epoch bar its node card shows. Config and epoch
+    // frames keep CodefyUI's shape.
+    if (e.value("event", "") == "batch")
+      emit({{"type", "node_progress"}, {"node_id", n.id}, {"progress", e}});
+    else
+      emit({{"type", "node_status"}, {"node_id", n.id}, {"status", "progress"}, {"progress", e}});
   }
   void on_warning(const NodeRef& n, const std::string& message) override {
     emit({{"type", "warning"}, {"node_id", n.id}, {"message", message}});
   }
   void on_print(const NodeRef& n, const std::string& text) override {
-    emit({{"type", "node_status"}, {"node_id", n.id}, {"status", "log"}, {"log", text}});
+    std::string& log = logs_[n.id];
+    log += (log.empty() ? "" : "\n") + text;
+  }
+  void on_image(const NodeRef& n, const std::string& base64_png) override {
+    image_node_ = n.id;
+    image_ = base64_png;
   }
   void on_run_end(const std::string& run_id, const RunOutcome& outcome) override {
     std::lock_guard<std::mutex> lock(c_->mutex);
@@ -76,6 +104,9 @@ class EditorRun : public RunListener {
   std::shared_ptr<Connection> c_;
   std::string client_run_id_;
   std::vector<std::string> device_warnings_;
+  // Filled and read on the run's thread only.
+  std::map<std::string, std::string> logs_;  ///< node id -> text printed since it started
+  std::string image_node_, image_;           ///< the image of the node about to exit
 };
 
 }  // namespace

@@ -1,5 +1,8 @@
 // The editor's WebSocket execution protocol (/ws/execution, CodefyUI's v1):
-// actions execute, stop and clear_cache in; execution_start, node_status,
+// actions execute, stop and clear_cache in; execution_start, node_status
+// (with output_summary, log and image on a node's completed message, status
+// "interrupted" for the node a Stop ended), node_progress (Codefy's per-batch
+// progress, which CodefyUI's client ignores),
 // warning, execution_complete|error|stopped and cache_cleared out. Each
 // connection has its own execution cache and at most one run.
 #pragma once

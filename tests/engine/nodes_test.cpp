@@ -200,11 +200,15 @@ std::string sequential_model_error_text(const nlohmann::json& layers) {
       {"edges", {{{"source", "start"}, {"target", "m"}, {"type", "trigger"}}}}};
   try {
     codefy::testing::run_json(g);
+  } catch (const graph::ValidationError& e) {  // validation parses the spec before anything runs
+    EXPECT_EQ(e.issues().size(), 1u);
+    EXPECT_EQ(e.issues().at(0).field, "param \"layers\"");
+    return e.issues().at(0).to_string();
   } catch (const NodeError& e) {
     EXPECT_EQ(e.field(), "param \"layers\"");
     return e.what();
   }
-  ADD_FAILURE() << "expected a NodeError";
+  ADD_FAILURE() << "expected a ValidationError or a NodeError";
   return "";
 }
 

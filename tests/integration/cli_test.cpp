@@ -99,7 +99,7 @@ const BadGraph kBadGraphs[] = {
      HEAD
      R"({"id":"m","type":"SequentialModel","data":{"params":{"layers":"{\"version\":2,\"nodes\":[{\"id\":\"in\",\"type\":\"Input\",\"ports\":[{\"id\":\"p\",\"name\":\"x\"}]},{\"id\":\"z\",\"type\":\"Teleport\"},{\"id\":\"out\",\"type\":\"Output\",\"ports\":[{\"id\":\"q\",\"name\":\"y\"}]}],\"edges\":[{\"source\":\"in\",\"sourceHandle\":\"p\",\"target\":\"z\"},{\"source\":\"z\",\"target\":\"out\",\"targetHandle\":\"q\"}]}"}}}],"edges":[)" TRIG_M
      "]}",
-     3, "node m (SequentialModel), param \"layers\"", "Teleport"},
+     2, "node m (SequentialModel), param \"layers\"", "Teleport"},  // validation parses the spec
     {"missing_csv_file",
      HEAD
      R"({"id":"c","type":"CSVDataset","data":{"params":{"path":"nowhere.csv"}}}],"edges":[{"source":"s","target":"c","type":"trigger"}]})",
@@ -112,6 +112,7 @@ const BadGraph kBadGraphs[] = {
      HEAD MLP R"(,{"id":"ld","type":"ModelLoader","data":{"params":{"path":"none.pt"}}}],"edges":[)" TRIG_M
               R"(,{"source":"m","sourceHandle":"model","target":"ld","targetHandle":"model"}]})",
      3, "node ld (ModelLoader), param \"path\"", "none.pt"},
+    // `run` meets it in training; `validate` finds it first (engine/codefyui_shapes_test.cpp).
     {"shape_mismatch_at_runtime",
      HEAD MLP
      ","

@@ -67,7 +67,7 @@ test('after a recorded run, a wire tells what it carried and the side panel show
   const tip = page.getByTestId('edge-tooltip');
   await expect(tip).toContainText('model · MODEL');
   await expect(tip).toContainText('class SequentialModel');
-  await expect(tip).toContainText(/parameters \d+/);
+  await expect(tip).toContainText(/params \d+/);
   await shot(page, 'inspector-01-model-wire');
   await page.mouse.move(5, 400);
   await expect(tip).toHaveCount(0);

@@ -79,7 +79,7 @@ describe('the generic node', () => {
       const s = useEditor.getState();
       s.receive({ type: 'execution_start', run_id: 'r' });
       s.receive({ type: 'node_status', node_id: 'train', status: 'running' });
-      s.receive({ type: 'node_status', node_id: 'train', status: 'progress', progress: { event: 'batch', epoch: 2, total_epochs: 3, batch: 10, total_batches: 20, step: 30, loss: 0.5, samples_per_s: 999 } });
+      s.receive({ type: 'node_progress', node_id: 'train', progress: { event: 'batch', epoch: 2, total_epochs: 3, batch: 10, total_batches: 20, step: 30, loss: 0.5, samples_per_s: 999 } });
     });
     const train = screen.getByTestId('node-train');
     expect(train.dataset.status).toBe('running');

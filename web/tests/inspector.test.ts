@@ -32,7 +32,7 @@ const losses: TensorOutput = {
   node_id: 'train',
   port: 'losses',
 };
-const model: OutputData = { type: 'model', class: 'SequentialModel', parameters: 1284, node_id: 'mlp', port: 'model', run_id: 'r1' };
+const model: OutputData = { type: 'model', class: 'SequentialModel', params: 1284, trainable: 1284, node_id: 'mlp', port: 'model', run_id: 'r1' };
 
 describe('the wire tooltip', () => {
   it("gives a tensor's shape, and its dtype once the port was fetched", () => {
@@ -44,7 +44,7 @@ describe('the wire tooltip', () => {
   });
 
   it("gives another value's summary, and says when the port was not recorded", () => {
-    expect(edgeTooltip(modelRef, model)).toEqual({ title: 'model · MODEL', detail: 'class SequentialModel · parameters 1284' });
+    expect(edgeTooltip(modelRef, model)).toEqual({ title: 'model · MODEL', detail: 'class SequentialModel · params 1284 · trainable 1284' });
     const scalar: OutputData = { type: 'scalar', value: 0.99, node_id: 'evaluate', port: 'accuracy', run_id: 'r1' };
     expect(edgeTooltip({ node_id: 'evaluate', port: 'accuracy', type: 'scalar', full_shape: null }, scalar).detail).toBe('0.99');
     expect(edgeTooltip(undefined).detail).toBe('Not recorded in the last run.');
@@ -117,7 +117,8 @@ describe('statistics and summaries', () => {
   it("summarizes a non-tensor output without the route's own keys", () => {
     expect(summaryEntries(model)).toEqual([
       ['class', 'SequentialModel'],
-      ['parameters', '1284'],
+      ['params', '1284'],
+      ['trainable', '1284'],
     ]);
     const metrics: OutputData = { type: 'any', value: { best_epoch: 3, final_train_loss: 0.0123456, lr_history: [0.05, 0.05] } };
     expect(summaryEntries(metrics)).toEqual([
@@ -125,10 +126,11 @@ describe('statistics and summaries', () => {
       ['final_train_loss', '0.012346'],
       ['lr_history', '[0.05,0.05]'],
     ]);
-    const ds: OutputData = { type: 'dataset', input_shape: [2], name: 'synthetic', samples: 2000 };
+    const ds: OutputData = { type: 'dataset', class: 'synthetic', input_shape: [2], num_classes: 2, samples: 2000 };
     expect(summaryEntries(ds)).toEqual([
+      ['class', 'synthetic'],
       ['input_shape', '[2]'],
-      ['name', 'synthetic'],
+      ['num_classes', '2'],
       ['samples', '2000'],
     ]);
   });

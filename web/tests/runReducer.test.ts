@@ -59,6 +59,30 @@ describe('node statuses', () => {
     expect(said.map((m) => m.level)).toEqual(['info', 'info']);
   });
 
+  it('a node Stop interrupted, as the server says it now (CodefyUI’s status interrupted), is skipped, not failed', () => {
+    const { state, said } = apply([
+      { type: 'node_status', node_id: 'train', status: 'running' },
+      { type: 'node_status', node_id: 'train', status: 'interrupted', stopped: true },
+      { type: 'execution_stopped' },
+    ]);
+    expect(state.statuses).toEqual({ train: 'skipped' });
+    expect(state.issues).toEqual({});
+    expect(state.outcome).toBe('stopped');
+    expect(said).toEqual([
+      { level: 'info', nodeId: 'train', text: 'train was stopped.' },
+      { level: 'info', text: 'Run stopped.' },
+    ]);
+  });
+
+  it('Print’s text on its completed message (CodefyUI’s log) is said once, with its node', () => {
+    const { state, said } = apply([
+      { type: 'node_status', node_id: 'p', status: 'running' },
+      { type: 'node_status', node_id: 'p', status: 'completed', log: '[acc] 0.9', output_summary: { value: { type: 'scalar', value: 0.9 } } },
+    ]);
+    expect(state.statuses).toEqual({ p: 'completed' });
+    expect(said).toEqual([{ level: 'info', nodeId: 'p', text: '[acc] 0.9' }]);
+  });
+
   it('Print’s log lines and warnings go to the messages with their node', () => {
     const { said } = apply([
       { type: 'node_status', node_id: 'p', status: 'log', log: '[acc] 0.9' },
@@ -161,8 +185,9 @@ describe('errors', () => {
 });
 
 describe('training progress', () => {
+  // Batch frames come as node_progress (a type CodefyUI's client ignores); epoch and config frames as node_status "progress".
   const batch = (epoch: number, b: number, step: number, loss: number) =>
-    ({ type: 'node_status', node_id: 'train', status: 'progress', progress: { event: 'batch', epoch, total_epochs: 2, batch: b, total_batches: 10, step, loss, lr: 0.1, samples_per_s: 1234.5 } }) as ServerMessage;
+    ({ type: 'node_progress', node_id: 'train', progress: { event: 'batch', epoch, total_epochs: 2, batch: b, total_batches: 10, step, loss, lr: 0.1, samples_per_s: 1234.5 } }) as ServerMessage;
   const epoch = (e: number, step: number, loss: number, val?: number) =>
     ({ type: 'node_status', node_id: 'train', status: 'progress', progress: { event: 'epoch', epoch: e, total_epochs: 2, step, loss, ...(val !== undefined ? { val_loss: val } : {}) } }) as ServerMessage;
 
@@ -200,6 +225,13 @@ describe('training progress', () => {
     expect(toArray(s.valLoss)).toEqual([null, null, 2.3, null, null]);
     expect(s.lossPoints).toBe(6);
     expect(said.map((m) => m.text)).toEqual(['Epoch 1/2: loss 2.100, validation loss 2.300', 'Epoch 2/2: loss 1.400']);
+  });
+
+  it('a batch frame sent as node_status "progress" (older servers) counts the same as node_progress', () => {
+    const old = { type: 'node_status', node_id: 'train', status: 'progress', progress: { event: 'batch', epoch: 1, total_epochs: 2, batch: 3, total_batches: 10, step: 3, loss: 2.5 } } as ServerMessage;
+    const now = { type: 'node_progress', node_id: 'train', progress: { event: 'batch', epoch: 1, total_epochs: 2, batch: 3, total_batches: 10, step: 3, loss: 2.5 } } as ServerMessage;
+    expect(apply([old]).state).toEqual(apply([now]).state);
+    expect(apply([now]).state.progress.train!.batch).toBe(3);
   });
 
   it('a frame without a loss leaves the series as it was', () => {

@@ -162,17 +162,24 @@ export type ServerMessage =
   | { type: 'cache_cleared' }
   | { type: 'warning'; node_id: string | null; message: string }
   | { type: 'error'; error: string }
+  /** Codefy's per-batch training progress (CodefyUI's client ignores the type). */
+  | { type: 'node_progress'; node_id: string; progress?: ProgressEvent }
   | {
       type: 'node_status';
       node_id: string;
-      status: NodeRunStatus | 'progress' | 'log' | string;
+      /** `interrupted`: the node a Stop ended (CodefyUI's status); `log`: older servers' Print text. */
+      status: NodeRunStatus | 'progress' | 'log' | 'interrupted' | string;
       error?: string;
       /** Codefy's additions on an error: the param or port it blames (`param "epochs"`), an out-of-memory report, a Stop. */
       field?: string;
       out_of_memory?: boolean;
+      /** Set with `interrupted` (and, from older servers, with error "stopped"). */
       stopped?: boolean;
       progress?: ProgressEvent;
+      /** What the node printed, on its completed message. */
       log?: string;
+      /** A rendered image (base64 PNG) on Visualize's completed message. */
+      image?: string;
       output_summary?: unknown;
     };
 

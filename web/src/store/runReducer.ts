@@ -133,6 +133,36 @@ export function markIssues(state: RunState, found: readonly NodeIssue[]): RunSta
 
 const STOPPED = 'stopped';
 
+/** A training progress frame (node_status "progress", or node_progress for batches) applied to its node. */
+function reduceProgressMessage(state: RunState, id: string, e: ProgressEvent | undefined): { state: RunState; messages: NewMessage[] } {
+  if (!e) return { state, messages: [] };
+  const series = reduceSeries(state.series[id], e);
+  const facts = reduceFacts(state.facts[id], e);
+  const next: RunState = {
+    ...state,
+    progress: { ...state.progress, [id]: reduceProgress(state.progress[id], e) },
+  };
+  if (series !== state.series[id] && series) {
+    next.series = { ...state.series, [id]: series };
+    next.seriesNode = id;
+  }
+  if (facts !== state.facts[id] && facts) next.facts = { ...state.facts, [id]: facts };
+  const messages: NewMessage[] = [];
+  if (e.event === 'epoch')
+    messages.push({
+      level: 'info',
+      nodeId: id,
+      text:
+        t('run.epochLine', {
+          epoch: e.epoch ?? '?',
+          total: e.total_epochs ?? '?',
+          loss: num(e.loss)?.toPrecision(4) ?? '?',
+          val: num(e.val_loss) !== null ? t('run.valPart', { val: num(e.val_loss)!.toPrecision(4) }) : '',
+        }) + (num(e.val_accuracy) !== null ? t('run.accPart', { acc: (num(e.val_accuracy)! * 100).toFixed(1) }) : ''),
+    });
+  return { state: next, messages };
+}
+
 /** One server message applied: the next state and the messages it adds to the panel. */
 export function reduceRun(state: RunState, msg: ServerMessage): { state: RunState; messages: NewMessage[] } {
   switch (msg.type) {
@@ -146,49 +176,28 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
         },
         messages: [{ level: 'info', text: t('run.started') }],
       };
+    case 'node_progress':
+      return reduceProgressMessage(state, msg.node_id, msg.progress);
     case 'node_status': {
       const id = msg.node_id;
-      if (msg.status === 'progress') {
-        const e = msg.progress;
-        if (!e) return { state, messages: [] };
-        const series = reduceSeries(state.series[id], e);
-        const facts = reduceFacts(state.facts[id], e);
-        const next: RunState = {
-          ...state,
-          progress: { ...state.progress, [id]: reduceProgress(state.progress[id], e) },
+      if (msg.status === 'progress') return reduceProgressMessage(state, id, msg.progress);
+      // What the node printed: on its closing message (CodefyUI's `log`), or
+      // as a message of its own from older servers; said once either way.
+      const printed: NewMessage[] = msg.log ? [{ level: 'info', nodeId: id, text: msg.log }] : [];
+      if (msg.status === 'log') return { state, messages: printed };
+      // Codefy says what an error is (stopped, out of memory, the param or
+      // port it blames); a server that does not is read from the text.
+      const structured = msg.stopped !== undefined || msg.out_of_memory !== undefined || msg.field !== undefined;
+      const stopped =
+        msg.status === 'interrupted' || (msg.status === 'error' && (structured ? msg.stopped === true : msg.error === STOPPED));
+      if (stopped)
+        // The node Stop interrupted: not a failure of the node.
+        return {
+          state: { ...state, statuses: { ...state.statuses, [id]: 'skipped' } },
+          messages: [...printed, { level: 'info', nodeId: id, text: t('run.nodeStopped', { node: id }) }],
         };
-        if (series !== state.series[id] && series) {
-          next.series = { ...state.series, [id]: series };
-          next.seriesNode = id;
-        }
-        if (facts !== state.facts[id] && facts) next.facts = { ...state.facts, [id]: facts };
-        const messages: NewMessage[] = [];
-        if (e.event === 'epoch')
-          messages.push({
-            level: 'info',
-            nodeId: id,
-            text: t('run.epochLine', {
-              epoch: e.epoch ?? '?',
-              total: e.total_epochs ?? '?',
-              loss: num(e.loss)?.toPrecision(4) ?? '?',
-              val: num(e.val_loss) !== null ? t('run.valPart', { val: num(e.val_loss)!.toPrecision(4) }) : '',
-            }) + (num(e.val_accuracy) !== null ? t('run.accPart', { acc: (num(e.val_accuracy)! * 100).toFixed(1) }) : ''),
-          });
-        return { state: next, messages };
-      }
-      if (msg.status === 'log')
-        return { state, messages: msg.log ? [{ level: 'info', nodeId: id, text: msg.log }] : [] };
       if (msg.status === 'error') {
         const text = msg.error ?? '';
-        // Codefy says what the error is (stopped, out of memory, the param or
-        // port it blames); a server that does not is read from the text.
-        const structured = msg.stopped !== undefined || msg.out_of_memory !== undefined || msg.field !== undefined;
-        if (structured ? msg.stopped === true : text === STOPPED)
-          // The node Stop interrupted: not a failure of the node.
-          return {
-            state: { ...state, statuses: { ...state.statuses, [id]: 'skipped' } },
-            messages: [{ level: 'info', nodeId: id, text: t('run.nodeStopped', { node: id }) }],
-          };
         const named = structured ? undefined : issuesFromText(text).find((i) => i.nodeId === id);
         const outOfMemory = structured ? msg.out_of_memory === true : named !== undefined && firstLine(text).includes('ran out of memory');
         const blamed = structured ? parseField(msg.field) : { ...(named?.param ? { param: named.param } : {}) };
@@ -202,6 +211,7 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
         return {
           state: { ...state, statuses: { ...state.statuses, [id]: 'error' }, issues: addIssue(state.issues, issue) },
           messages: [
+            ...printed,
             { level: 'error', nodeId: id, text, ...(issue.param ? { param: issue.param } : {}), ...(outOfMemory ? { outOfMemory: true } : {}) },
           ],
         };
@@ -214,12 +224,12 @@ export function reduceRun(state: RunState, msg: ServerMessage): { state: RunStat
             statuses: { ...state.statuses, [id]: 'completed' },
             ...(facts && facts !== state.facts[id] ? { facts: { ...state.facts, [id]: facts } } : {}),
           },
-          messages: [],
+          messages: printed,
         };
       }
       if (msg.status === 'running' || msg.status === 'cached' || msg.status === 'skipped')
-        return { state: { ...state, statuses: { ...state.statuses, [id]: msg.status } }, messages: [] };
-      return { state, messages: [] };
+        return { state: { ...state, statuses: { ...state.statuses, [id]: msg.status } }, messages: printed };
+      return { state, messages: printed };
     }
     case 'warning':
       return {
