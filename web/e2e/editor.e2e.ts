@@ -108,9 +108,15 @@ test('an invalid param marks its node and names the param', async ({ page }) => 
 
 test('a run past the memory budget shows the out-of-memory advice as a list', async ({ page }) => {
   await openExample(page, 'toy-mlp');
-  // 10 million samples of 64 features: 2.4 GiB, past the server's 1 GiB CPU budget.
+  // 10 million samples of 64 features: 2.4 GiB, past the server's 1 GiB CPU budget. The model's first
+  // layer is widened to match (else the check before Run, which traces the layers, refuses the graph).
   await setParam(page, 'train_data', 'n_samples', '10000000');
   await setParam(page, 'train_data', 'n_features', '64');
+  await setParam(page, 'val_data', 'n_features', '64');
+  await page.getByTestId('param-mlp-layers').click();
+  const spec = page.getByTestId('panel-param-mlp-layers');
+  await spec.fill((await spec.inputValue()).replace('"in_features": 2,', '"in_features": 64,'));
+  await spec.press('Tab');
   await page.getByTestId('run').click();
   const messages = page.getByTestId('messages');
   await expect(messages).toContainText('ran out of memory', { timeout: 60_000 });
