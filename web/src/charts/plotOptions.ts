@@ -26,7 +26,7 @@ export function plotOptions(kind: ChartKind, width: number, height: number, c: P
   if (kind === 'accuracy') x.incrs = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
   const y: uPlot.Axis = {
     ...axisStyle,
-    size: 52,
+    size: log ? 62 : 52,
     // A log axis leaves some splits unlabelled (null).
     values: (_u, splits) => (kind === 'accuracy' ? percent(splits) : splits.map((v) => (v === null || v === undefined ? '' : tickLabel(v)))),
   };
