@@ -88,9 +88,17 @@ Request to_request(const http::request_header<>& req, bool loopback) {
 
 /// One editor connection on /ws/execution: reads actions, writes the run's
 /// events through a bounded queue on its strand.
+/// A training progress frame (per batch or per epoch): the only kind a slow client may miss.
+bool is_progress(const std::string& text) {
+  return text.find("\"type\":\"node_progress\"") != std::string::npos ||
+         text.find("\"status\":\"progress\"") != std::string::npos;
+}
+
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
-  static constexpr size_t kMaxQueued = 4096;  ///< a client that stops reading loses messages past this
+  /// A client that reads slower than a run reports loses progress frames past this many queued
+  /// messages; every other message (statuses, errors, a run's final message) is always sent.
+  static constexpr size_t kMaxQueued = 4096;
 
   WsSession(tcp::socket&& socket, Api& api, const ServerOptions& options)
       : ws_(std::move(socket)), api_(api), options_(options) {}
@@ -128,7 +136,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 
   void send(std::string text) {
     net::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
-      if (self->queue_.size() >= kMaxQueued) return;
+      if (self->queue_.size() >= kMaxQueued && is_progress(text)) return;
       self->queue_.push_back(std::move(text));
       if (self->queue_.size() == 1) self->write();
     });

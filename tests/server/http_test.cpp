@@ -5,7 +5,9 @@
 // and a restart that keeps saved graphs.
 #include "fixture.h"
 
+#include <chrono>
 #include <future>
+#include <thread>
 
 namespace codefy::server {
 namespace {
@@ -318,6 +320,26 @@ TEST_F(ServerFixture, WebSocketStopEndsTrainingWithinABatch) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   for (const auto& x : rest) EXPECT_NE(x["type"], "execution_complete");
   EXPECT_TRUE(get("/api/health").json["queues"]["cpu"]["running"].is_null());
+}
+
+TEST_F(ServerFixture, AClientThatReadsSlowlyMissesProgressButNeverTheRunsEnd) {
+  // Tiny epochs of 4 samples: thousands of progress frames a second, while the client reads nothing.
+  auto ws = open_ws();
+  nlohmann::json g = toy_graph(1000000, 4);
+  g["action"] = "execute";
+  ws->send(g);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ws->send({{"action", "stop"}});
+  size_t progress = 0, other = 0;
+  nlohmann::json m;
+  do {
+    m = ws->next();
+    const bool is_progress = m["type"] == "node_progress" || m.value("status", std::string()) == "progress";
+    (is_progress ? progress : other)++;
+  } while (m["type"] != "execution_stopped");
+  EXPECT_GT(progress, 1000u) << "the run was too slow to fill the client's queue; the test proves nothing";
+  EXPECT_GE(other, 3u);  // execution_start, the nodes' statuses, execution_stopped
+  expect_alive();
 }
 
 TEST_F(ServerFixture, WebSocketHandshakeChecksTokenAndOrigin) {

@@ -201,6 +201,8 @@ export interface EditorState {
   stopRun(): void;
   validate(): Promise<void>;
   receive(msg: ServerMessage): void;
+  /** Several server messages applied at once: one state change and one re-render for all of them. */
+  receiveAll(msgs: readonly ServerMessage[]): void;
 
   /** The open graph's device. */
   setDevice(device: string): void;
@@ -399,7 +401,21 @@ function describeError(e: unknown): string {
   return String(e);
 }
 
+/** A panel line from what a reducer or an action said (only the fields a line keeps). */
+function toMessage(m: NewMessage): NewMessage {
+  return {
+    level: m.level,
+    text: m.text,
+    ...(m.nodeId ? { nodeId: m.nodeId } : {}),
+    ...(m.param ? { param: m.param } : {}),
+    ...(m.outOfMemory ? { outOfMemory: true } : {}),
+  };
+}
+
 let socket: api.ExecutionSocket | null = null;
+/** Server messages waiting for the next batch (see getSocket). */
+const incoming: ServerMessage[] = [];
+let incomingTimer: ReturnType<typeof setTimeout> | null = null;
 let initOnce: Promise<void> | null = null;
 
 export const useEditor = create<EditorState>()((set, get) => {
@@ -442,8 +458,20 @@ export const useEditor = create<EditorState>()((set, get) => {
 
   const getSocket = (): api.ExecutionSocket => {
     socket ??= new api.ExecutionSocket(
-      (m) => get().receive(m),
+      (m) => {
+        // Messages are applied in batches, at most every 30 ms: a fast run sends hundreds a second,
+        // and one re-render each made the editor fall behind the run it shows.
+        incoming.push(m);
+        incomingTimer ??= setTimeout(() => {
+          incomingTimer = null;
+          get().receiveAll(incoming.splice(0));
+        }, 30);
+      },
       (state, reason) => {
+        // What arrived before the connection changed is applied first (a run's end among it).
+        if (incomingTimer) clearTimeout(incomingTimer);
+        incomingTimer = null;
+        if (incoming.length) get().receiveAll(incoming.splice(0));
         set({ socket: state });
         if (reason)
           get().say('error', t('socket.refused', { reason: reason === api.HANDSHAKE_REFUSED ? t('socket.refusedHandshake') : reason }));
@@ -1108,13 +1136,27 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     receive(msg) {
+      get().receiveAll([msg]);
+    },
+
+    receiveAll(msgs) {
       const tab = runTabNow();
-      const run = runOf(tab);
-      if (!run) return;
-      const { state, messages } = reduceRun(run, msg);
-      setRunOf(tab, () => state);
-      for (const m of messages) get().say(m.level, m.text, m);
-      if (msg.type === 'execution_error') get().toast('error', t('run.failedToast'));
+      let run = runOf(tab);
+      if (!run || msgs.length === 0) return;
+      const said: NewMessage[] = [];
+      for (const msg of msgs) {
+        const next = reduceRun(run, msg);
+        run = next.state;
+        said.push(...next.messages);
+      }
+      const ran = run;
+      setRunOf(tab, () => ran);
+      if (said.length) {
+        const now = Date.now();
+        const added = said.map((m): Message => ({ ...toMessage(m), id: nextId++, time: now }));
+        set((s) => ({ messages: [...s.messages, ...added].slice(-MESSAGES_KEPT) }));
+      }
+      if (msgs.some((m) => m.type === 'execution_error')) get().toast('error', t('run.failedToast'));
     },
 
     setDevice(device) {
@@ -1154,14 +1196,7 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     say(level, text, extra) {
-      const m: Message = {
-        id: nextId++,
-        time: Date.now(),
-        level,
-        text,
-        ...(extra?.nodeId ? { nodeId: extra.nodeId } : {}),
-        ...(extra?.param ? { param: extra.param } : {}),
-      };
+      const m: Message = { ...toMessage({ ...extra, level, text }), id: nextId++, time: Date.now() };
       set((s) => ({ messages: [...s.messages.slice(-(MESSAGES_KEPT - 1)), m] }));
     },
 
@@ -1184,6 +1219,9 @@ export const useEditor = create<EditorState>()((set, get) => {
 
 /** For tests: the store back to its first state. */
 export function resetEditorForTests(): void {
+  incoming.length = 0;
+  if (incomingTimer) clearTimeout(incomingTimer);
+  incomingTimer = null;
   socket?.close();
   socket = null;
   initOnce = null;
