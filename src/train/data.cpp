@@ -26,6 +26,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// A piece of a file the user chose, as an error message may quote it: cut short, control
+/// characters shown as '?', so a message never carries much of a file that is not a CSV.
+std::string quoted(const std::string& text, size_t max = 40) {
+  std::string out;
+  for (const char c : text.substr(0, max)) out += static_cast<unsigned char>(c) < 0x20 ? '?' : c;
+  return text.size() > max ? out + "…" : out;
+}
+
+/// A CSV header's names as an error message lists them: each quoted(), at most 20.
+std::string column_list(const std::vector<std::string>& header) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < header.size() && i < 20; ++i) names.push_back(quoted(header[i]));
+  std::string list = util::join(names, ", ");
+  return header.size() > 20 ? list + " and " + std::to_string(header.size() - 20) + " more" : list;
+}
+
+
 // ---------------------------------------------------------------------------
 // idx files
 
@@ -368,6 +385,11 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
   if (records.empty()) throw std::runtime_error("CSV file is empty: " + path.string());
   const std::vector<std::string> header = records.front().fields;
   const size_t num_columns = header.size();
+  // A table to train on has features and a target: a one-column file is not one (and its "header"
+  // is the first line of whatever file it is, which the message must not show).
+  if (num_columns < 2)
+    throw std::runtime_error(path.string() + " is not a CSV table: its first line has one column (features and a "
+                             "target column are needed, separated by commas)");
   const int64_t num_rows = static_cast<int64_t>(records.size()) - 1;
   if (num_rows == 0) throw std::runtime_error("CSV file has a header but no data rows: " + path.string());
   for (size_t r = 1; r < records.size(); ++r) {
@@ -381,8 +403,8 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
   auto column_index = [&](const std::string& column) -> size_t {
     auto it = std::find(header.begin(), header.end(), column);
     if (it == header.end()) {
-      throw std::runtime_error("unknown column '" + column + "' in " + path.string() +
-                               "; available columns: " + util::join(header, ", "));
+      throw std::runtime_error("unknown column '" + quoted(column) + "' in " + path.string() +
+                               "; available columns: " + column_list(header));
     }
     return static_cast<size_t>(it - header.begin());
   };
@@ -412,7 +434,7 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
     }
     if (features.empty()) {
       throw std::runtime_error("no numeric feature columns in " + path.string() +
-                               " (columns: " + util::join(header, ", ") + ")");
+                               " (columns: " + column_list(header) + ")");
     }
   }
 
@@ -423,7 +445,7 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
       const std::string& cell = records[r].fields[features[f]];
       auto value = parse_number(cell);
       if (!value) {
-        throw std::runtime_error("non-numeric value '" + cell + "' in feature column '" + header[features[f]] +
+        throw std::runtime_error("non-numeric value '" + quoted(cell) + "' in feature column '" + quoted(header[features[f]]) +
                                  "' at " + where(r));
       }
       *x++ = static_cast<float>(*value);

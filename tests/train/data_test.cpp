@@ -252,6 +252,43 @@ TEST(Csv, QuotedFieldsTextColumnsAndClassMapping) {
   EXPECT_TRUE(torch::equal(ds.targets, torch::tensor({1, 0, 0}, torch::kInt64)));
 }
 
+// Hardening (#13 item 7): CSVDataset pointed at /etc/shadow answered "available columns: root:*:20228:...".
+TEST(Csv, ErrorsNeverQuoteMuchOfAFileThatIsNotACsv) {
+  TempDir tmp;
+  const fs::path shadow = tmp.path() / "shadow";
+  write_file(shadow, "root:*:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\nsecret-user:$y$j9T$abcdefgh:20228::::::\n");
+  CsvOptions options;
+  options.target_column = "label";
+  for (const CsvOptions& o : {CsvOptions{}, options}) {
+    try {
+      load_csv(shadow, o);
+      FAIL() << "a one-column file was read as a table";
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find("root:"), std::string::npos) << what;
+      EXPECT_EQ(what.find("secret-user"), std::string::npos) << what;
+      EXPECT_NE(what.find("not a CSV table"), std::string::npos) << what;
+    }
+  }
+  // A real table's column names are listed, each cut short, at most 20 of them.
+  std::string header, row;
+  for (int i = 0; i < 30; ++i) {
+    header += (i ? "," : "") + std::string("column_with_a_rather_long_name_number_") + std::to_string(i) + "_xxxxxxxx";
+    row += (i ? ",1" : "1");
+  }
+  const fs::path wide = tmp.path() / "wide.csv";
+  write_file(wide, header + "\n" + row + "\n");
+  try {
+    load_csv(wide, options);
+    FAIL() << "an unknown target column was accepted";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("and 10 more"), std::string::npos) << what;
+    EXPECT_EQ(what.find("_xxxxxxxx"), std::string::npos) << what;  // names cut at 40 characters
+    EXPECT_LT(what.size(), 1500u) << what;
+  }
+}
+
 TEST(Csv, NumericClassesSortNumerically) {
   TempDir tmp;
   const fs::path path = tmp.path() / "n.csv";
