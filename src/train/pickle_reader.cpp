@@ -9,19 +9,27 @@
 // type tags, tensors rebuilt from storages in the zip. Anything else (a
 // pickled nn.Module, custom classes) is refused with a message. It never
 // trusts the file: every read is bounds-checked, every view checked against
-// its storage.
+// its storage, the zip's declared sizes are checked against the file's size
+// before anything is inflated, and the objects a pickle builds are bounded in
+// number and nesting and owned by the unpickler (an arena), so cycles cannot
+// leak and freeing never recurses.
 #include "train/pickle_reader.h"
 
 #include <caffe2/serialize/inline_container.h>
 #include <torch/torch.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 namespace codefy::train {
@@ -40,21 +48,38 @@ void check_bools(const at::Tensor& t) {
 }
 
 struct PyObject;
-using PyRef = std::shared_ptr<PyObject>;
+/// Objects refer to each other by plain pointers: the unpickler's arena owns
+/// them all, so a pickle that makes a list contain itself (a cycle) or nests
+/// a million levels deep is freed in one flat pass when the unpickler goes.
+using PyRef = PyObject*;
 
 /// A Python value, as much of one as a state_dict needs.
 struct PyObject {
   enum class Kind { None, Bool, Int, Float, Str, Bytes, Tuple, List, Dict, Global, Storage, Tensor };
   Kind kind = Kind::None;
+  at::ScalarType dtype = at::kByte;
+  /// Container nesting when built (0 for scalars): what the depth limit checks.
+  uint32_t depth = 0;
   int64_t int_value = 0;
   double float_value = 0;
   std::string text;  // Str, Bytes; "module.name" for Global
   std::vector<PyRef> items;
   std::vector<std::pair<PyRef, PyRef>> entries;
+  /// Dict: str key -> index in entries, so a dict of n keys builds in O(n).
+  std::unique_ptr<std::unordered_map<std::string, size_t>> str_keys;
   at::Storage storage;
-  at::ScalarType dtype = at::kByte;
   at::Tensor tensor;
 };
+
+/// Containers nested deeper than this are refused: a state_dict nests about
+/// four levels, and nothing downstream should meet a deeper structure.
+constexpr uint32_t kMaxPickleDepth = 1000;
+/// Objects (and stack or memo slots) one pickle may create, about 150 bytes
+/// each: 1M allows some 40k tensors and keeps a hostile pickle's memory to
+/// a few hundred MB whatever its size.
+constexpr size_t kMaxPickleObjects = size_t{1} << 20;
+/// A pickle that built more objects than this is followed by malloc_trim.
+constexpr size_t kTrimAfterObjects = size_t{1} << 16;
 
 const char* kind_name(PyObject::Kind kind) {
   switch (kind) {
@@ -77,17 +102,35 @@ const char* kind_name(PyObject::Kind kind) {
 /// Unpickles `data.pkl` of a torch.save zip, reading storages from `reader`.
 class PythonUnpickler {
  public:
-  PythonUnpickler(const std::string& pkl, caffe2::serialize::PyTorchStreamReader& reader)
-      : pkl_(pkl), reader_(reader) {}
+  PythonUnpickler(std::string_view pkl, caffe2::serialize::PyTorchStreamReader& reader) : pkl_(pkl), reader_(reader) {}
+  PythonUnpickler(const PythonUnpickler&) = delete;
+  PythonUnpickler& operator=(const PythonUnpickler&) = delete;
+  /// Frees the objects (one flat pass, whatever they point at) and, after a
+  /// large pickle, hands the freed heap pages back: its many small blocks
+  /// would otherwise keep the process's RSS up by up to ~150 MB.
+  ~PythonUnpickler() {
+    const bool large = objects_.size() > kTrimAfterObjects;
+    std::deque<PyObject>().swap(objects_);
+    std::vector<PyRef>().swap(stack_);
+    std::unordered_map<uint64_t, PyRef>().swap(memo_);
+#ifdef __GLIBC__
+    if (large) malloc_trim(0);
+#else
+    (void)large;
+#endif
+  }
 
   PyRef load() {
     while (true) {
       const auto op = static_cast<unsigned char>(take(1)[0]);
       switch (op) {
-        case 0x80: take(1); break;                         // PROTO
-        case 0x95: take(8); break;                         // FRAME: the whole pickle is in memory
-        case '(': marks_.push_back(stack_.size()); break;  // MARK
-        case '.': {                                        // STOP
+        case 0x80: take(1); break;  // PROTO
+        case 0x95: take(8); break;  // FRAME: the whole pickle is in memory
+        case '(':                   // MARK
+          if (marks_.size() >= kMaxPickleObjects) too_many();
+          marks_.push_back(stack_.size());
+          break;
+        case '.': {  // STOP
           PyRef result = pop();
           return result;
         }
@@ -155,14 +198,17 @@ class PythonUnpickler {
         case 0x91: push(make_sequence(PyObject::Kind::List, pop_mark())); break;  // LIST, FROZENSET
         case 'a': {
           PyRef value = pop();
-          expect(top(), PyObject::Kind::List, "APPEND")->items.push_back(value);
+          PyRef list = expect(top(), PyObject::Kind::List, "APPEND");
+          list->items.push_back(value);
+          contain(*list, *value);
           break;
         }
         case 'e':
         case 0x90: {  // APPENDS, ADDITEMS
           std::vector<PyRef> values = pop_mark();
-          auto& items = expect(top(), PyObject::Kind::List, "APPENDS")->items;
-          items.insert(items.end(), values.begin(), values.end());
+          PyRef list = expect(top(), PyObject::Kind::List, "APPENDS");
+          list->items.insert(list->items.end(), values.begin(), values.end());
+          for (PyRef value : values) contain(*list, *value);
           break;
         }
         case '}': push(make(PyObject::Kind::Dict)); break;
@@ -183,10 +229,10 @@ class PythonUnpickler {
           set_items(*expect(top(), PyObject::Kind::Dict, "SETITEMS"), kv);
           break;
         }
-        case 'p': memo_[static_cast<uint64_t>(parse_int(take_line()))] = top(); break;
-        case 'q': memo_[little_endian(take(1))] = top(); break;
-        case 'r': memo_[little_endian(take(4))] = top(); break;
-        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
+        case 'p': put_memo(static_cast<uint64_t>(parse_int(take_line()))); break;
+        case 'q': put_memo(little_endian(take(1))); break;
+        case 'r': put_memo(little_endian(take(4))); break;
+        case 0x94: put_memo(memo_.size()); break;  // MEMOIZE
         case 'g': push(memo(static_cast<uint64_t>(parse_int(take_line())))); break;
         case 'h': push(memo(little_endian(take(1)))); break;
         case 'j': push(memo(little_endian(take(4)))); break;
@@ -246,14 +292,14 @@ class PythonUnpickler {
 
   std::string take(uint64_t count) {
     if (count > pkl_.size() - pos_) fail("pickle data ends early");
-    std::string out = pkl_.substr(pos_, count);
+    std::string out(pkl_.substr(pos_, count));
     pos_ += count;
     return out;
   }
   std::string take_line() {
     size_t eol = pkl_.find('\n', pos_);
     if (eol == std::string::npos) fail("pickle data ends early");
-    std::string out = pkl_.substr(pos_, eol - pos_);
+    std::string out(pkl_.substr(pos_, eol - pos_));
     pos_ = eol + 1;
     return out;
   }
@@ -277,48 +323,78 @@ class PythonUnpickler {
     return v;
   }
 
-  static PyRef make(PyObject::Kind kind) {
-    auto obj = std::make_shared<PyObject>();
-    obj->kind = kind;
-    return obj;
+  /// A new object in the arena; past kMaxPickleObjects the pickle is refused.
+  PyRef make(PyObject::Kind kind) {
+    if (objects_.size() >= kMaxPickleObjects) too_many();
+    PyObject& obj = objects_.emplace_back();
+    obj.kind = kind;
+    return &obj;
   }
-  static PyRef make_int(PyObject::Kind kind, int64_t v) {
+  PyRef make_int(PyObject::Kind kind, int64_t v) {
     auto obj = make(kind);
     obj->int_value = v;
     return obj;
   }
-  static PyRef make_text(PyObject::Kind kind, std::string text) {
+  PyRef make_text(PyObject::Kind kind, std::string text) {
     auto obj = make(kind);
     obj->text = std::move(text);
     return obj;
   }
-  static PyRef make_sequence(PyObject::Kind kind, std::vector<PyRef> items) {
+  PyRef make_sequence(PyObject::Kind kind, std::vector<PyRef> items) {
     auto obj = make(kind);
     obj->items = std::move(items);
+    obj->depth = 1;
+    for (PyRef item : obj->items) contain(*obj, *item);
     return obj;
   }
-  static PyRef expect(const PyRef& obj, PyObject::Kind kind, const char* op) {
+  [[noreturn]] static void too_many() {
+    fail("pickle builds more than " + std::to_string(kMaxPickleObjects) + " objects");
+  }
+  /// Records that `container` holds `item`, refusing nesting past the limit.
+  /// The depth is the nesting when each container was filled (pickles build
+  /// inside out, so that is the usual case); a container deepened after it
+  /// was put in another (through the memo) does not update its holders.
+  /// That is safe: nothing here walks the structure recursively and the
+  /// object cap bounds its size; the limit's job is to refuse the plainly
+  /// hostile file with a clear message.
+  static void contain(PyObject& container, const PyObject& item) {
+    container.depth = std::max(container.depth, item.depth + 1);
+    if (container.depth > kMaxPickleDepth) {
+      fail("pickle nests containers more than " + std::to_string(kMaxPickleDepth) + " levels deep");
+    }
+  }
+  static PyRef expect(PyRef obj, PyObject::Kind kind, const char* op) {
     if (obj->kind != kind) fail(std::string(op) + " on a " + kind_name(obj->kind));
     return obj;
   }
   static void set_items(PyObject& dict, const std::vector<PyRef>& kv) {
     if (kv.size() % 2 != 0) fail("odd number of dict items");
+    dict.depth = std::max<uint32_t>(dict.depth, 1);
     for (size_t i = 0; i < kv.size(); i += 2) {
+      contain(dict, *kv[i]);
+      contain(dict, *kv[i + 1]);
       // A repeated str key replaces the earlier value, as in Python.
-      auto same = [&](const std::pair<PyRef, PyRef>& e) {
-        return e.first->kind == PyObject::Kind::Str && kv[i]->kind == PyObject::Kind::Str &&
-               e.first->text == kv[i]->text;
-      };
-      auto it = std::find_if(dict.entries.begin(), dict.entries.end(), same);
-      if (it != dict.entries.end()) {
-        it->second = kv[i + 1];
-      } else {
-        dict.entries.emplace_back(kv[i], kv[i + 1]);
+      if (kv[i]->kind == PyObject::Kind::Str) {
+        if (!dict.str_keys) dict.str_keys = std::make_unique<std::unordered_map<std::string, size_t>>();
+        auto [it, added] = dict.str_keys->emplace(kv[i]->text, dict.entries.size());
+        if (!added) {
+          dict.entries[it->second].second = kv[i + 1];
+          continue;
+        }
       }
+      dict.entries.emplace_back(kv[i], kv[i + 1]);
     }
   }
 
-  void push(PyRef obj) { stack_.push_back(std::move(obj)); }
+  void push(PyRef obj) {
+    if (stack_.size() >= kMaxPickleObjects) too_many();
+    stack_.push_back(obj);
+  }
+  void put_memo(uint64_t key) {
+    PyRef value = top();
+    if (memo_.size() >= kMaxPickleObjects && memo_.count(key) == 0) too_many();
+    memo_[key] = value;
+  }
   PyRef top() {
     if (stack_.empty() || (!marks_.empty() && marks_.back() == stack_.size())) fail("pickle stack underflow");
     return stack_.back();
@@ -440,23 +516,143 @@ class PythonUnpickler {
     return obj;
   }
 
-  const std::string& pkl_;
+  std::string_view pkl_;
   caffe2::serialize::PyTorchStreamReader& reader_;
   size_t pos_ = 0;
+  /// Owns every object the pickle built; a deque keeps their addresses.
+  std::deque<PyObject> objects_;
   std::vector<PyRef> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, PyRef> memo_;
   std::unordered_map<std::string, PyRef> storages_;
 };
 
+/// How much the zip's entries may declare, all together, relative to the
+/// file: torch.save stores entries uncompressed, so a real file declares
+/// about its own size; a little more leaves room for a re-zipped (deflated)
+/// one. Beyond it the file is refused before anything is allocated.
+constexpr uint64_t kMaxZipInflation = 8;
+constexpr uint64_t kZipInflationSlack = uint64_t{1} << 20;
+
+uint64_t zip_le(const std::string& b, size_t pos, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = n; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(b[pos + i]);
+  return v;
+}
+
+std::string mib_text(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+/// Reads the zip's central directory as miniz (inside PyTorchStreamReader)
+/// does, and refuses the file if the entries' declared sizes are
+/// inconsistent or add up to more than kMaxZipInflation times the file
+/// (plus kZipInflationSlack). PyTorchStreamReader allocates each record it
+/// reads at its declared size and miniz never inflates past it (an entry
+/// that inflates to more than it declares fails), so after this check a
+/// small file cannot make the reader allocate much more than itself.
+void check_zip_sizes(const std::string& bytes, const std::string& source) {
+  auto refuse = [&source](const std::string& why) {
+    throw std::runtime_error("weights file " + source + " is not a usable zip: " + why);
+  };
+  // The end-of-central-directory record: its last occurrence, as miniz finds it.
+  constexpr size_t kEocd = 22;
+  if (bytes.size() < kEocd) refuse("too short");
+  const size_t search_from = bytes.size() > kEocd + 0xFFFF ? bytes.size() - kEocd - 0xFFFF : 0;
+  size_t eocd = std::string::npos;
+  for (size_t pos = bytes.size() - kEocd + 1; pos-- > search_from;) {
+    if (zip_le(bytes, pos, 4) == 0x06054b50) {
+      eocd = pos;
+      break;
+    }
+  }
+  if (eocd == std::string::npos) refuse("no end of central directory");
+  uint64_t count = zip_le(bytes, eocd + 10, 2);
+  uint64_t dir_size = zip_le(bytes, eocd + 12, 4);
+  uint64_t dir_offset = zip_le(bytes, eocd + 16, 4);
+  // Zip64: a locator just before the record points at the 64-bit record.
+  if (eocd >= 20 && zip_le(bytes, eocd - 20, 4) == 0x07064b50) {
+    const uint64_t z64 = zip_le(bytes, eocd - 20 + 8, 8);
+    if (z64 > bytes.size() || bytes.size() - z64 < 56 || zip_le(bytes, z64, 4) != 0x06064b50) {
+      refuse("damaged zip64 end of central directory");
+    }
+    count = zip_le(bytes, z64 + 32, 8);
+    dir_size = zip_le(bytes, z64 + 40, 8);
+    dir_offset = zip_le(bytes, z64 + 48, 8);
+  }
+  if (dir_offset > bytes.size() || dir_size > bytes.size() - dir_offset) refuse("central directory out of range");
+
+  const uint64_t file_size = bytes.size();
+  const uint64_t limit = file_size * kMaxZipInflation + kZipInflationSlack;
+  uint64_t total = 0;
+  size_t pos = static_cast<size_t>(dir_offset);
+  const size_t dir_end = static_cast<size_t>(dir_offset + dir_size);
+  for (uint64_t i = 0; i < count; ++i) {
+    constexpr size_t kHeader = 46;
+    if (dir_end - pos < kHeader || zip_le(bytes, pos, 4) != 0x02014b50) refuse("damaged central directory");
+    const uint64_t method = zip_le(bytes, pos + 10, 2);
+    uint64_t compressed = zip_le(bytes, pos + 20, 4);
+    uint64_t size = zip_le(bytes, pos + 24, 4);
+    const uint64_t offset32 = zip_le(bytes, pos + 42, 4);
+    const size_t name_len = zip_le(bytes, pos + 28, 2);
+    const size_t extra_len = zip_le(bytes, pos + 30, 2);
+    const size_t comment_len = zip_le(bytes, pos + 32, 2);
+    if (dir_end - pos - kHeader < name_len + extra_len + comment_len) refuse("damaged central directory");
+    // The entry's name for messages: at most 200 bytes, printable ASCII.
+    std::string name = bytes.substr(pos + kHeader, std::min<size_t>(name_len, 200));
+    for (char& c : name) {
+      if (c < 0x20 || c > 0x7e) c = '?';
+    }
+    // Sizes of 0xFFFFFFFF are in the zip64 extra field (id 1), in this order.
+    constexpr uint64_t k32 = 0xFFFFFFFF;
+    if (size == k32 || compressed == k32 || offset32 == k32) {
+      bool found = false;
+      for (size_t e = pos + kHeader + name_len, end = e + extra_len; end - e >= 4;) {
+        const uint64_t id = zip_le(bytes, e, 2);
+        const size_t len = zip_le(bytes, e + 2, 2);
+        if (end - e - 4 < len) break;
+        if (id == 1) {
+          size_t f = e + 4;
+          const size_t needed = 8 * ((size == k32) + (compressed == k32) + (offset32 == k32));
+          if (len < needed) break;
+          if (size == k32) {
+            size = zip_le(bytes, f, 8);
+            f += 8;
+          }
+          if (compressed == k32) compressed = zip_le(bytes, f, 8);
+          found = true;
+          break;
+        }
+        e += 4 + len;
+      }
+      if (!found) refuse("entry '" + name + "' lacks its zip64 sizes");
+    }
+    if (method != 0 && method != 8) refuse("entry '" + name + "' uses an unsupported compression method");
+    if (method == 0 && compressed != size) refuse("stored entry '" + name + "' declares two different sizes");
+    if (compressed > file_size) refuse("entry '" + name + "' is larger than the file");
+    if (size > limit - std::min(total, limit)) {
+      throw std::runtime_error("weights file " + source + " (" + mib_text(file_size) + ") declares more data than " +
+                               std::to_string(kMaxZipInflation) + " times its size (entry '" + name +
+                               "': " + mib_text(size) + "): refused as a zip bomb or a damaged file");
+    }
+    total += size;
+    pos += kHeader + name_len + extra_len + comment_len;
+  }
+}
+
 }  // namespace
 
 StateDict read_torch_zip(const std::string& bytes, const std::string& source) {
+  check_zip_sizes(bytes, source);
   std::istringstream in(bytes);
   caffe2::serialize::PyTorchStreamReader reader(&in);
   auto [pkl_data, pkl_size] = reader.getRecord("data.pkl");
-  const std::string pkl(static_cast<const char*>(pkl_data.get()), pkl_size);
-  PyRef root = PythonUnpickler(pkl, reader).load();
+  // The unpickler owns every object it built (root included) until it goes
+  // out of scope at the end of this function.
+  PythonUnpickler unpickler(std::string_view(static_cast<const char*>(pkl_data.get()), pkl_size), reader);
+  PyRef root = unpickler.load();
   if (root->kind != PyObject::Kind::Dict) {
     throw std::runtime_error("weights file " + source + " does not hold a dict of tensors (it holds a " +
                              kind_name(root->kind) + ")");
