@@ -128,7 +128,9 @@ test('a run past the memory budget shows the out-of-memory advice as a list', as
 
 test('a CodefyUI graph.json imported through the file picker opens and runs', async ({ page }) => {
   await page.goto('/');
+  await expect(page.getByTestId('node-start')).toBeVisible(); // the editor is ready
   await page.getByTestId('import-file').setInputFiles('../examples/toy-mlp/graph.json');
+  await expect(page.getByTestId('tab-bar').getByRole('tab')).toHaveCount(1); // the blank graph was replaced
   await expect(page.getByTestId('node-train')).toBeVisible();
   await setParam(page, 'train', 'epochs', '2');
   await page.getByTestId('run').click();

@@ -565,7 +565,11 @@ export const useEditor = create<EditorState>()((set, get) => {
     void get().refreshLists();
     const wanted = typeof window === 'undefined' ? ({ kind: 'new' } as GraphSource) : sourceFromSearch(window.location.search);
     const draft = readDrafts()[draftKey(wanted)];
-    if (draft && (await get().openGraph(draft.graph, draft.source))) {
+    // A graph the person opened while the catalogue loaded (an import) stays: nothing is opened over it.
+    const openedMeanwhile = get().source.kind !== 'new' || get().nodes.length > 0;
+    if (openedMeanwhile) {
+      // (the address's graph, if any, can still be opened from Open…)
+    } else if (draft && (await get().openGraph(draft.graph, draft.source))) {
       set({ unsaved: true });
       get().say('info', t('draft.restored', { time: new Date(draft.at).toLocaleTimeString() }));
     } else if (wanted.kind === 'example') await get().openExample(wanted.path);
