@@ -4,18 +4,7 @@
 // norm charts, and the facts beside them say the precision asked and used
 // and the effective batch. Screenshots land in e2e-results/.
 import { expect, test, type Page } from '@playwright/test';
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
-
-async function setParam(page: Page, node: string, param: string, value: string) {
-  const field = page.getByTestId(`param-${node}-${param}`);
-  if (!(await field.isVisible())) await page.getByTestId(`advanced-${node}`).click();
-  if ((await field.evaluate((el) => el.tagName)) === 'SELECT') await field.selectOption(value);
-  else {
-    await field.fill(value);
-    await field.press('Tab');
-  }
-}
+import { setParam, shot } from './helpers';
 
 // The server keeps the toy graph's trained modules for its next run; forget
 // them so the browser tests after this file see a first run again.

@@ -2,13 +2,7 @@
 // copy/paste through the clipboard events, tabs, and the shortcuts sheet.
 import { expect, test, type Page } from '@playwright/test';
 import { cardsPort } from '../playwright.config';
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
-
-async function openExample(page: Page, path: string) {
-  await page.goto(`/?example=${path}`);
-  await expect(page.getByTestId('node-start')).toBeVisible();
-}
+import { openExample, shot } from './helpers';
 
 /** A spot on the canvas's background with nothing on it for 120 px around (found by asking the page). */
 async function emptySpot(page: Page) {

@@ -3,24 +3,9 @@
 // Screenshots of each state land in e2e-results/ for a person to look at.
 import { expect, test, type Page } from '@playwright/test';
 import { cardsPort } from '../playwright.config';
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
-
-async function openExample(page: Page, path: string) {
-  await page.goto(`/?example=${path}`);
-  await expect(page.getByTestId('node-start')).toBeVisible();
-}
-
-async function setParam(page: Page, node: string, param: string, value: string) {
-  const field = page.getByTestId(`param-${node}-${param}`);
-  if (!(await field.isVisible())) await page.getByTestId(`advanced-${node}`).click();
-  await field.fill(value);
-  await field.press('Tab');
-}
+import { openExample, points, setParam, shot } from './helpers';
 
 const status = (page: Page, node: string) => page.getByTestId(`node-${node}`);
-const points = async (page: Page) => Number((await page.getByTestId('loss-chart').getAttribute('data-points')) ?? 0);
-
 test('an example opened by its URL trains, with statuses and a loss chart that grows', async ({ page }) => {
   await openExample(page, 'toy-mlp');
   await shot(page, '01-toy-mlp-opened');

@@ -2,22 +2,7 @@
 // reload, and used for a whole run; then the light theme after a run.
 // Screenshots land in e2e-results/ for a person to look at.
 import { expect, test, type Page } from '@playwright/test';
-
-/** Picks a language in the settings dialog (where the language menu lives) and closes it. */
-async function chooseLanguage(page: Page, option: string | { label: string }) {
-  await page.getByTestId('settings').click();
-  await page.getByTestId('language-select').selectOption(option);
-  await page.keyboard.press('Escape');
-}
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
-
-async function setParam(page: Page, node: string, param: string, value: string) {
-  const field = page.getByTestId(`param-${node}-${param}`);
-  if (!(await field.isVisible())) await page.getByTestId(`advanced-${node}`).click();
-  await field.fill(value);
-  await field.press('Tab');
-}
+import { chooseLanguage, setParam, shot } from './helpers';
 
 test('switching to 繁體中文 turns the toolbar, palette and run messages Chinese, and survives a reload', async ({ page }) => {
   await page.goto('/');

@@ -2,22 +2,7 @@
 // on, then a wire's tooltip (shape and dtype) and a port's values in the side
 // panel. Screenshots land in e2e-results/ for a person to look at.
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
-
-/** Picks a language in the settings dialog (where the language menu lives) and closes it. */
-async function chooseLanguage(page: Page, option: string | { label: string }) {
-  await page.getByTestId('settings').click();
-  await page.getByTestId('language-select').selectOption(option);
-  await page.keyboard.press('Escape');
-}
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
-
-async function setParam(page: Page, node: string, param: string, value: string) {
-  const field = page.getByTestId(`param-${node}-${param}`);
-  if (!(await field.isVisible())) await page.getByTestId(`advanced-${node}`).click();
-  await field.fill(value);
-  await field.press('Tab');
-}
+import { chooseLanguage, setParam, shot } from './helpers';
 
 /** Puts the mouse on a visible point of wire `id` (one no node covers), so that the wire is hovered. */
 async function hoverEdge(page: Page, id: string) {

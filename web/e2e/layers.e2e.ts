@@ -3,15 +3,7 @@
 // shapes that follow an edit, a layer added from GET /api/layers' types, and
 // the edited model trained. Screenshots land in e2e-results/.
 import { expect, test, type Page } from '@playwright/test';
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
-
-async function setParam(page: Page, node: string, param: string, value: string) {
-  const field = page.getByTestId(`param-${node}-${param}`);
-  if (!(await field.isVisible())) await page.getByTestId(`advanced-${node}`).click();
-  await field.fill(value);
-  await field.press('Tab');
-}
+import { setParam, shot } from './helpers';
 
 const row = (page: Page, i: number) => page.getByTestId(`layer-row-${i}`);
 

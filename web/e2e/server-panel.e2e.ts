@@ -3,22 +3,7 @@
 // playwright.config.ts). Screenshots land in e2e-results/.
 import { readFileSync } from 'node:fs';
 import { expect, test, type Page } from '@playwright/test';
-
-const shot = (page: Page, name: string) => page.screenshot({ path: `e2e-results/${name}.png` });
-
-async function openExample(page: Page, path: string) {
-  await page.goto(`/?example=${path}`);
-  await expect(page.getByTestId('node-start')).toBeVisible();
-}
-
-async function setParam(page: Page, node: string, param: string, value: string) {
-  const field = page.getByTestId(`param-${node}-${param}`);
-  if (!(await field.isVisible())) await page.getByTestId(`advanced-${node}`).click();
-  await field.fill(value);
-  await field.press('Tab');
-}
-
-const points = async (page: Page) => Number((await page.getByTestId('loss-chart').getAttribute('data-points')) ?? 0);
+import { openExample, points, setParam, shot } from './helpers';
 
 async function token(page: Page): Promise<string> {
   const res = await page.request.get('/api/auth/bootstrap');

@@ -2,7 +2,7 @@
 // params) and POST /api/layers/shapes (each layer's output shape for a sample
 // input). Codefy's own routes; CodefyUI keeps its layer table in its editor.
 import { apiFetch } from './auth';
-import { ApiError } from './rest';
+import { readAnswer as answer } from './rest';
 import type { ParamDefinition } from './types';
 
 /** One param of a layer type: /api/nodes' shape, and whether a layer needs it. */
@@ -47,20 +47,6 @@ export interface ShapeTraceResponse {
   error: TraceError | null;
 }
 
-async function answer<T>(res: Response): Promise<T> {
-  const text = await res.text();
-  let body: unknown = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = text;
-  }
-  if (!res.ok) {
-    const detail = (body as { detail?: unknown } | null)?.detail;
-    throw new ApiError(res.status, typeof detail === 'string' ? detail : `HTTP ${res.status}`, body);
-  }
-  return body as T;
-}
 
 export const listLayerTypes = async () => answer<LayerTypeDefinition[]>(await apiFetch('/api/layers'));
 

@@ -1,7 +1,7 @@
 // The inspector's routes: the outputs a run recorded when its execute message
 // said `record_outputs: true` (names as in CodefyUI's api/executionOutputs.ts).
 import { apiFetch } from './auth';
-import { ApiError } from './rest';
+import { readAnswer as read } from './rest';
 
 /** One recorded output, as GET /api/execution/outputs/{run_id} lists it. */
 export interface RunOutputRef {
@@ -46,20 +46,6 @@ export type OutputData = TensorOutput | OtherOutput;
 
 export const isTensorOutput = (d: OutputData): d is TensorOutput => d.type === 'tensor' && 'full_shape' in d;
 
-async function read<T>(res: Response): Promise<T> {
-  const text = await res.text();
-  let body: unknown = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = text;
-  }
-  if (!res.ok) {
-    const detail = (body as { detail?: unknown } | null)?.detail;
-    throw new ApiError(res.status, typeof detail === 'string' ? detail : `HTTP ${res.status}`, body);
-  }
-  return body as T;
-}
 
 const base = (runId: string) => `/api/execution/outputs/${encodeURIComponent(runId)}`;
 

@@ -23,22 +23,25 @@ export class ApiError extends Error {
   }
 }
 
-async function json<T>(res: Response): Promise<T> {
-  const text = await res.text();
+/** An answer's JSON, or an ApiError with the server's reason (its `detail`, else the text it sent). */
+export function parseAnswer<T>(status: number, text: string): T {
   let body: unknown = null;
   try {
     body = text ? JSON.parse(text) : null;
   } catch {
     body = text;
   }
-  if (!res.ok) {
+  if (status < 200 || status > 299) {
     const detail = (body as { detail?: unknown } | null)?.detail;
-    const message =
-      typeof detail === 'string' ? detail : typeof body === 'string' && body ? body : `HTTP ${res.status}`;
-    throw new ApiError(res.status, message, body);
+    const message = typeof detail === 'string' ? detail : typeof body === 'string' && body ? body : `HTTP ${status}`;
+    throw new ApiError(status, message, body);
   }
   return body as T;
 }
+
+/** A fetch response read as parseAnswer reads it. */
+export const readAnswer = async <T>(res: Response): Promise<T> => parseAnswer<T>(res.status, await res.text());
+const json = readAnswer;
 
 const get = async <T>(url: string) => json<T>(await apiFetch(url));
 const post = async <T>(url: string, body: unknown) =>

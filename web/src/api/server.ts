@@ -2,7 +2,7 @@
 // model file routes. Components never call these: the server and model
 // stores do (src/store/serverStore.ts, src/store/modelFilesStore.ts).
 import { apiFetch, forgetToken, sessionToken } from './auth';
-import { ApiError } from './rest';
+import { parseAnswer, readAnswer } from './rest';
 
 /** GET /api/health: the three stores and the queue of each worker. */
 export interface HealthResponse {
@@ -59,22 +59,7 @@ export interface StateResetResult {
   evicted: number;
 }
 
-/** The answer's JSON, or an ApiError with the server's reason (its `detail`). */
-function parseAnswer<T>(status: number, text: string): T {
-  let body: unknown = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = text;
-  }
-  if (status < 200 || status > 299) {
-    const detail = (body as { detail?: unknown } | null)?.detail;
-    throw new ApiError(status, typeof detail === 'string' ? detail : `HTTP ${status}`, body);
-  }
-  return body as T;
-}
-
-const answer = async <T>(res: Response) => parseAnswer<T>(res.status, await res.text());
+const answer = readAnswer;
 
 const get = async <T>(url: string) => answer<T>(await apiFetch(url, { cache: 'no-store' }));
 const post = async <T>(url: string, body?: unknown) =>
