@@ -270,6 +270,7 @@ int serve(const ServeCommand& cmd) {
       budget_mb[b.substr(0, eq)] = *mb;
     }
     options.workers = server::make_workers(worker_specs, available);
+    options.max_queued_runs = cmd.max_queued_runs;
     for (const auto& [device, mb] : budget_mb) {
       if (std::find(available.begin(), available.end(), device) == available.end())
         throw std::invalid_argument("memory budget for " + device + ": no such device on this machine");
@@ -303,6 +304,8 @@ int serve(const ServeCommand& cmd) {
     std::printf("Codefy serving on http://%s:%u (data in %s; Ctrl-C stops)\n", cmd.host.c_str(), port,
                 std::filesystem::absolute(cmd.data_dir).string().c_str());
     std::printf("  session token in %s (send it as X-CodefyUI-Token)\n", token_file.string().c_str());
+    if (const size_t n = api.stale_temp_files_removed())
+      std::printf("  removed %zu temporary file(s) that interrupted writes had left\n", n);
     if (options.web_dir.empty() || !std::filesystem::is_regular_file(options.web_dir / "index.html"))
       std::printf("  the editor is not built (scripts/build.sh builds web/dist; --web-dir names another)\n");
     else

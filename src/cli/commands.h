@@ -40,6 +40,8 @@ struct ServeCommand {
   std::vector<std::string> budgets;
   /// JSON file: {"workers": {"NAME": ["cuda:0", ...]}, "memory_budget_mb": {"cpu": 4096}}.
   std::string config;
+  /// Runs that may wait in each worker's queue; more are refused with 503 (0: no limit).
+  size_t max_queued_runs = 64;
 };
 
 int run_graph(const RunCommand& cmd);

@@ -54,6 +54,10 @@ int main(int argc, char** argv) {
                         "DEVICE=MB: memory budget for a device (repeatable; cpu: the allocator's budget, cuda:N: "
                         "the caching allocator's memory fraction)");
   serve_cmd
+      ->add_option("--max-queued-runs", serve_opts.max_queued_runs,
+                   "Runs that may wait in each worker's queue; one more is refused with 503 (0: no limit)")
+      ->capture_default_str();
+  serve_cmd
       ->add_option("--config", serve_opts.config,
                    "JSON file with \"workers\" {NAME: [DEVICE...]} and \"memory_budget_mb\" {DEVICE: MB}")
       ->check(CLI::ExistingFile);

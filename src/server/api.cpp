@@ -14,6 +14,7 @@
 #include "server/runs.h"
 #include "server/static_files.h"
 #include "server/ws_execution.h"
+#include "util/atomic_file.h"
 #include "util/json_input.h"
 #include "util/text.h"
 
@@ -27,8 +28,11 @@ namespace codefy::server {
 
 Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(options)), registry_(registry) {
   const auto graphs_dir = options_.data_dir / "graphs";
+  // Saves, uploads and node outputs write a temporary and rename it; one a
+  // crash or kill interrupted is invisible to the lists and would stay for good.
+  stale_temp_files_removed_ = util::remove_stale_temp_files(options_.data_dir);
   inspector_ = std::make_unique<Inspector>(options_.stores);
-  runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir);
+  runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir, options_.max_queued_runs);
   ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir,
                                       options_.examples_dir);
   graphs_ = std::make_unique<GraphRoutes>(graphs_dir, options_.examples_dir, registry_);

@@ -59,6 +59,9 @@ struct ApiOptions {
   std::string token;
   /// Run queues: one per worker; by default one worker per device.
   std::vector<WorkerSpec> workers = {{"cpu", {"cpu"}}};
+  /// Runs that may wait in each worker's queue (`--max-queued-runs`); one
+  /// more is refused with 503 (0: no limit).
+  size_t max_queued_runs = RunQueues::kDefaultMaxWaiting;
   /// Largest model file an upload may bring (CodefyUI's CODEFYUI_MAX_UPLOAD_SIZE).
   int64_t max_upload_bytes = 524288000;
   store::StoreSettings stores;
@@ -108,6 +111,8 @@ class Api {
   /// (its close codes 4003/4401 before accepting become a 403 handshake).
   std::string check_websocket(const Request& request) const;
   const ApiOptions& options() const { return options_; }
+  /// How many temporaries of interrupted writes (`*.tmp.<pid>.<n>`) the start removed from the data folder.
+  size_t stale_temp_files_removed() const { return stale_temp_files_removed_; }
 
  private:
   void add_server_routes();
@@ -115,6 +120,7 @@ class Api {
   ApiOptions options_;
   const NodeRegistry& registry_;
   std::string boot_id_;
+  size_t stale_temp_files_removed_ = 0;
   // Declared in the order they are built: each may use those before it.
   std::unique_ptr<Inspector> inspector_;
   std::unique_ptr<Runs> runs_;

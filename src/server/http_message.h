@@ -24,6 +24,11 @@ struct Request {
   /// Where a large body (an upload) was spooled instead of `body`; the server removes it after answering.
   std::filesystem::path body_file;
   bool from_loopback = false;
+  /// Set by the server: a route that answers later calls it, while it
+  /// handles the request (on its thread), with what to do if the client
+  /// closes its connection before the answer is sent (the callback runs once,
+  /// on an I/O thread). Empty when nothing watches the connection (tests, WebSocket).
+  std::function<void(std::function<void()> on_gone)> on_client_gone;
   /// A header's value, "" when absent.
   std::string header(const std::string& lower_name) const;
   /// The body as JSON, an empty object when there is none. Throws

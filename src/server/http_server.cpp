@@ -19,7 +19,9 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace codefy::server {
@@ -130,7 +132,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       const std::string text = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
       self->api_.connection_message(self->connection_, text);
-      self->read();
+      // A client that sends without reading waits: its next action is read
+      // once the answers queued for it are down to half the bound again.
+      if (self->queue_.size() >= kMaxQueued)
+        self->reading_paused_ = true;
+      else
+        self->read();
     });
   }
 
@@ -145,8 +152,15 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void write() {
     ws_.text(true);
     ws_.async_write(net::buffer(queue_.front()), [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      if (ec) return;
+      if (ec) {  // gone: a paused read resumes, to see the close and stop the connection's run
+        if (std::exchange(self->reading_paused_, false)) self->read();
+        return;
+      }
       self->queue_.pop_front();
+      if (self->reading_paused_ && self->queue_.size() <= kMaxQueued / 2) {
+        self->reading_paused_ = false;
+        self->read();
+      }
       if (!self->queue_.empty()) self->write();
     });
   }
@@ -154,6 +168,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   websocket::stream<beast::tcp_stream> ws_;
   beast::flat_buffer buffer_;
   std::deque<std::string> queue_;
+  bool reading_paused_ = false;  ///< the client's actions wait until the queue drains
   Api& api_;
   const ServerOptions& options_;
   std::shared_ptr<Connection> connection_;
@@ -280,13 +295,43 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     stream_.expires_never();  // a run may take long: the answer comes when it ends
     auto self = shared_from_this();
+    on_gone_ = nullptr;
+    request_.on_client_gone = [this](std::function<void()> f) { on_gone_ = std::move(f); };  // during handle only
     api_.handle(request_, [self](Response response) {
       net::post(self->stream_.get_executor(),
                 [self, response = std::move(response)]() mutable { self->write(std::move(response)); });
     });
+    request_.on_client_gone = nullptr;
+    if (on_gone_) watch();
+  }
+
+  /// While a route's answer is pending: reads from the socket to notice the
+  /// client leaving (end of stream, reset) and tells the route once. Bytes
+  /// that come instead (a pipelined request) stay in the buffer for the next
+  /// read, and the watch ends there.
+  void watch() {
+    watching_ = true;
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->watching_ = false;
+      self->buffer_.commit(n);
+      if (self->read_after_watch_) {  // the answer went out meanwhile: on to the next request
+        self->read_after_watch_ = false;
+        return self->read();
+      }
+      if (ec && ec != net::error::operation_aborted)
+        if (auto gone = std::move(self->on_gone_)) {
+          self->on_gone_ = nullptr;
+          gone();
+        }
+    });
   }
 
   void write(Response r) {
+    on_gone_ = nullptr;  // answered: the client leaving now changes nothing
+    if (watching_) {     // the watch's read ends (aborted) before the next read starts
+      beast::error_code ec;
+      stream_.socket().cancel(ec);
+    }
     api_.add_cors_headers(request_, r);  // a cross-origin editor may read the answer, refusals included
     end_upload();                        // the upload was handled (or refused): its spooled body goes
     if (!r.file.empty()) {               // streamed from disk, never read whole into memory
@@ -317,6 +362,7 @@ class Session : public std::enable_shared_from_this<Session> {
     http::async_write(stream_, *res, [self, res](beast::error_code ec, std::size_t) {
       if (ec) return self->close();
       if (res->need_eof()) return self->body_unread_ ? self->linger() : self->close();
+      if (self->watching_) return void(self->read_after_watch_ = true);  // the watch's end reads on
       self->read();
     });
   }
@@ -385,6 +431,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::chrono::steady_clock::time_point linger_until_;  ///< when lingering after a refusal ends at the latest
   size_t drained_ = 0;                                  ///< bytes read and dropped while lingering
   std::vector<char> drop_;                              ///< where they are read to
+  std::function<void()> on_gone_;  ///< what the pending answer's route does if the client leaves first
+  bool watching_ = false;          ///< a watch() read is pending
+  bool read_after_watch_ = false;  ///< the answer went out during the watch: its end starts the next read
 };
 
 }  // namespace

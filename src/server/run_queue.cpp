@@ -18,6 +18,13 @@ const char* to_string(RunState s) {
   return "unknown";
 }
 
+QueueFull::QueueFull(const std::string& queue, size_t waiting, size_t limit)
+    : std::runtime_error("the " + queue + " queue is full: " + std::to_string(waiting) + " runs are waiting (at most " +
+                         std::to_string(limit) + "); try again when one has finished"),
+      queue_(queue),
+      waiting_(waiting),
+      limit_(limit) {}
+
 std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, const std::vector<std::string>& available) {
   std::vector<WorkerSpec> workers;
   std::map<std::string, std::string> owner;  // device → worker
@@ -71,9 +78,10 @@ std::vector<WorkerSpec> one_worker_each(const std::vector<std::string>& devices)
 }
 }  // namespace
 
-RunQueues::RunQueues(const std::vector<std::string>& devices) : RunQueues(one_worker_each(devices)) {}
+RunQueues::RunQueues(const std::vector<std::string>& devices, size_t max_waiting)
+    : RunQueues(one_worker_each(devices), max_waiting) {}
 
-RunQueues::RunQueues(const std::vector<WorkerSpec>& workers) {
+RunQueues::RunQueues(const std::vector<WorkerSpec>& workers, size_t max_waiting) : max_waiting_(max_waiting) {
   for (const auto& w : workers) {
     queues_[w.name].devices = w.devices;
     for (const auto& d : w.devices) worker_of_[d] = w.name;
@@ -84,25 +92,32 @@ RunQueues::RunQueues(const std::vector<WorkerSpec>& workers) {
 RunQueues::~RunQueues() { close(); }
 
 void RunQueues::close() {
+  std::vector<std::pair<std::string, Dropped>> dropped;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closing_) return;
     closing_ = true;
     for (auto& [name, q] : queues_) {
       (void)name;
-      for (auto& r : q.waiting) r->info.state = RunState::kStopped;
+      for (auto& r : q.waiting) {
+        r->info.state = RunState::kStopped;
+        r->job = nullptr;
+        dropped.emplace_back(r->info.id, std::move(r->dropped));
+      }
       q.waiting.clear();
       if (q.running) q.running->token.cancel();
     }
   }
   wake_.notify_all();
+  for (auto& [id, d] : dropped)  // their clients hear "stopped" while the server can still answer
+    if (d) d(id);
   for (auto& [name, q] : queues_) {
     (void)name;
     if (q.worker.joinable()) q.worker.join();
   }
 }
 
-std::string RunQueues::submit(const std::string& device, Job job) {
+std::string RunQueues::submit(const std::string& device, Job job, Dropped dropped) {
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -110,12 +125,15 @@ std::string RunQueues::submit(const std::string& device, Job job) {
     if (w == worker_of_.end()) throw std::invalid_argument("no worker owns device \"" + device + "\"");
     auto q = queues_.find(w->second);
     if (closing_) throw std::runtime_error("the server is shutting down");
+    if (max_waiting_ > 0 && q->second.waiting.size() >= max_waiting_)
+      throw QueueFull(w->second, q->second.waiting.size(), max_waiting_);
     id = "run-" + std::to_string(next_id_++);
     auto run = std::make_shared<Run>();
     run->info.id = id;
     run->info.queue = w->second;
     run->info.device = device;
     run->job = std::move(job);
+    run->dropped = std::move(dropped);
     q->second.waiting.push_back(run);
     runs_[id] = run;
     order_.push_back(id);
@@ -156,16 +174,7 @@ std::vector<RunInfo> RunQueues::runs() const {
   return v;
 }
 
-bool RunQueues::stop(const std::string& run_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = runs_.find(run_id);
-  if (it == runs_.end()) return false;
-  Run& run = *it->second;
-  if (run.info.state == RunState::kRunning) {
-    run.token.cancel();
-    return true;
-  }
-  if (run.info.state != RunState::kQueued) return false;
+RunQueues::Dropped RunQueues::drop_locked(Run& run) {
   auto& waiting = queues_.at(run.info.queue).waiting;
   for (auto w = waiting.begin(); w != waiting.end(); ++w)
     if (w->get() == &run) {
@@ -174,6 +183,36 @@ bool RunQueues::stop(const std::string& run_id) {
     }
   run.info.state = RunState::kStopped;
   run.job = nullptr;
+  return std::move(run.dropped);
+}
+
+bool RunQueues::stop(const std::string& run_id) {
+  Dropped dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end()) return false;
+    Run& run = *it->second;
+    if (run.info.state == RunState::kRunning) {
+      run.token.cancel();
+      return true;
+    }
+    if (run.info.state != RunState::kQueued) return false;
+    dropped = drop_locked(run);
+  }
+  if (dropped) dropped(run_id);  // unlocked: it may answer a client, or ask the queues
+  return true;
+}
+
+bool RunQueues::drop_queued(const std::string& run_id) {
+  Dropped dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = runs_.find(run_id);
+    if (it == runs_.end() || it->second->info.state != RunState::kQueued) return false;
+    dropped = drop_locked(*it->second);
+  }
+  if (dropped) dropped(run_id);
   return true;
 }
 
@@ -183,7 +222,8 @@ nlohmann::json RunQueues::queues_json() const {
   for (const auto& [name, q] : queues_)
     j[name] = {{"devices", q.devices},
                {"running", q.running ? nlohmann::json(q.running->info.id) : nlohmann::json()},
-               {"queued", q.waiting.size()}};
+               {"queued", q.waiting.size()},
+               {"max_queued", max_waiting_}};
   return j;
 }
 
@@ -217,6 +257,7 @@ void RunQueues::work(const std::string& name) {
     q.running = run;
     run->info.state = RunState::kRunning;
     Job job = std::move(run->job);
+    run->dropped = nullptr;  // it started: it answers through its job
     const CancellationToken token = run->token;
     lock.unlock();
 

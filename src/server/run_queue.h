@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +40,20 @@ struct WorkerSpec {
 /// used twice.
 std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, const std::vector<std::string>& available);
 
+/// A submit refused because the worker's queue already holds its limit of
+/// waiting runs.
+class QueueFull : public std::runtime_error {
+ public:
+  QueueFull(const std::string& queue, size_t waiting, size_t limit);
+  const std::string& queue() const { return queue_; }
+  size_t waiting() const { return waiting_; }
+  size_t limit() const { return limit_; }
+
+ private:
+  std::string queue_;
+  size_t waiting_, limit_;
+};
+
 struct RunInfo {
   std::string id;
   std::string queue;   ///< the worker's name
@@ -55,11 +70,19 @@ class RunQueues {
   /// The job gets its run's token and id; it ends by returning (completed),
   /// throwing codefy::Cancelled (stopped) or any other exception (failed).
   using Job = std::function<void(const CancellationToken&, const std::string& run_id)>;
+  /// Told that a queued run was dropped without starting (stop, close), so
+  /// whoever waits for the run hears how it ended. Called once, on the
+  /// dropping thread, with no lock of the queues held.
+  using Dropped = std::function<void(const std::string& run_id)>;
 
-  /// One queue and one worker thread per worker.
-  explicit RunQueues(const std::vector<WorkerSpec>& workers);
+  /// The default for `max_waiting`: runs waiting per queue (the running one not counted).
+  static constexpr size_t kDefaultMaxWaiting = 64;
+
+  /// One queue and one worker thread per worker; each queue holds at most
+  /// `max_waiting` waiting runs (0: no limit).
+  explicit RunQueues(const std::vector<WorkerSpec>& workers, size_t max_waiting = kDefaultMaxWaiting);
   /// One worker per device ("cpu", "cuda:0", ...), named after it.
-  explicit RunQueues(const std::vector<std::string>& devices);
+  explicit RunQueues(const std::vector<std::string>& devices, size_t max_waiting = kDefaultMaxWaiting);
   /// close(), if not done yet.
   ~RunQueues();
   /// Stops every run (queued ones never start, running ones are cancelled and
@@ -68,15 +91,22 @@ class RunQueues {
   RunQueues(const RunQueues&) = delete;
   RunQueues& operator=(const RunQueues&) = delete;
 
-  /// Queues a job on the worker owning `device`; returns its run id. Throws
-  /// std::invalid_argument for a device no worker owns.
-  std::string submit(const std::string& device, Job job);
+  /// Queues a job on the worker owning `device`; returns its run id.
+  /// `dropped` (may be empty) hears of it if it is dropped before it starts.
+  /// Throws std::invalid_argument for a device no worker owns, QueueFull when
+  /// that worker's queue already holds `max_waiting` waiting runs.
+  std::string submit(const std::string& device, Job job, Dropped dropped = {});
   std::optional<RunInfo> info(const std::string& run_id) const;
   /// All runs known, oldest first (finished ones are kept, up to `kKeepFinished`).
   std::vector<RunInfo> runs() const;
-  /// Stops a run: a queued one is dropped, a running one is cancelled and
-  /// stops between batches. Returns false for an unknown or finished run.
+  /// Stops a run: a queued one is dropped (its Dropped is told), a running
+  /// one is cancelled and stops between batches. Returns false for an
+  /// unknown or finished run.
   bool stop(const std::string& run_id);
+  /// Drops the run only while it is still queued (its client went away);
+  /// a running one goes on. Returns whether it was dropped.
+  bool drop_queued(const std::string& run_id);
+  size_t max_waiting() const { return max_waiting_; }
   /// Per worker: its devices, the running run's id (or null) and how many wait.
   nlohmann::json queues_json() const;
 
@@ -86,6 +116,7 @@ class RunQueues {
   struct Run {
     RunInfo info;
     Job job;
+    Dropped dropped;
     CancellationToken token;
   };
   struct Queue {
@@ -97,10 +128,13 @@ class RunQueues {
   void work(const std::string& name);
   size_t position_locked(const Run& run) const;
   void forget_old_locked();
+  /// Takes a queued run out of its queue as stopped; returns its Dropped to call once unlocked.
+  Dropped drop_locked(Run& run);
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool closing_ = false;
+  size_t max_waiting_ = kDefaultMaxWaiting;  ///< per queue; 0: no limit
   uint64_t next_id_ = 1;
   std::map<std::string, Queue> queues_;               ///< by worker name
   std::map<std::string, std::string> worker_of_;      ///< device → worker name

@@ -118,15 +118,32 @@ class Runs::HeadlessRun : public RunListener {
 };
 
 Runs::Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-           fs::path graphs_dir)
-    : registry_(registry), inspector_(inspector), graphs_dir_(std::move(graphs_dir)), queues_(workers) {}
+           fs::path graphs_dir, size_t max_queued)
+    : registry_(registry), inspector_(inspector), graphs_dir_(std::move(graphs_dir)), queues_(workers, max_queued) {}
 
 Runs::~Runs() { shutdown(); }
 
 void Runs::shutdown() { queues_.close(); }
 
+namespace {
+/// How a run that was stopped ended, for its listener.
+RunOutcome stopped_outcome() {
+  return RunOutcome{
+      "stopped",
+      {{"code", "stopped"}, {"message", "the run was stopped"}, {"node_id", nullptr}, {"details", nullptr}},
+      nullptr};
+}
+}  // namespace
+
 std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> listener) {
   const std::string device = request.device;
+  // Dropped while queued: the listener hears "stopped", so its client is answered.
+  RunQueues::Dropped dropped = [listener](const std::string& run_id) {
+    try {
+      listener->on_run_end(run_id, stopped_outcome());
+    } catch (const std::exception&) {  // a listener that cannot answer has no one left to tell
+    }
+  };
   auto job = [this, request = std::move(request), listener = std::move(listener)](const CancellationToken& token,
                                                                                   const std::string& run_id) {
     listener->on_run_start(run_id);
@@ -156,7 +173,8 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
         inspector_.record_outputs(request.outputs_id.empty() ? run_id : request.outputs_id, *result);
       outcome = RunOutcome{"ok", nullptr, &*result};
     } catch (const Cancelled&) {
-      failed("stopped", "stopped", "the run was stopped", nullptr);
+      outcome = stopped_outcome();
+      failure = std::current_exception();
     } catch (const NodeOOMError& e) {
       failed("error", "out_of_memory", e.what(), e.node_id());
     } catch (const NodeError& e) {
@@ -175,7 +193,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
     }
     if (failure) std::rethrow_exception(failure);  // the queue records the run as stopped or failed
   };
-  return queues_.submit(device, std::move(job));
+  return queues_.submit(device, std::move(job), std::move(dropped));
 }
 
 void Runs::add_routes(RouteTable& table) {
@@ -222,10 +240,22 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
   record->device = run.device;
   record->warnings = choice.warnings;
   auto listener = std::make_shared<HeadlessRun>(*this, record, respond);
-  std::lock_guard<std::mutex> lock(mutex_);  // held so the record is in place before anyone can ask for it
-  records_[start_run(std::move(run), std::move(listener))] = record;
-  for (auto it = records_.begin(); it != records_.end();)  // the queues forget old finished runs; so do we
-    it = queues_.info(it->first) ? std::next(it) : records_.erase(it);
+  std::string run_id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);  // held so the record is in place before anyone can ask for it
+    try {
+      run_id = start_run(std::move(run), std::move(listener));
+    } catch (const QueueFull& e) {
+      return respond(envelope_error(503, name, "queue_full", e.what(),
+                                    {{"queue", e.queue()}, {"queued", e.waiting()}, {"max_queued", e.limit()}}));
+    }
+    records_[run_id] = record;
+    for (auto it = records_.begin(); it != records_.end();)  // the queues forget old finished runs; so do we
+      it = queues_.info(it->first) ? std::next(it) : records_.erase(it);
+  }
+  // A client that leaves while its run waits takes the run with it; one that
+  // leaves a running run lets it finish (its outcome stays in /api/runs/{id}).
+  if (r.on_client_gone) r.on_client_gone([this, run_id] { queues_.drop_queued(run_id); });
 }
 
 Response Runs::runs_list() const {

@@ -78,8 +78,9 @@ class RunListener : public Observer {
 /// The run queues and what the server keeps of the headless runs it started.
 class Runs {
  public:
+  /// `max_queued`: runs that may wait in each worker's queue (0: no limit).
   Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-       std::filesystem::path graphs_dir);
+       std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultMaxWaiting);
   /// shutdown(), if not done yet.
   ~Runs();
   Runs(const Runs&) = delete;
@@ -88,8 +89,10 @@ class Runs {
   /// Queues a run; returns its id. On its worker the run gets its settings
   /// from `request` and the listener as its observer, keeps its outputs when
   /// asked, tells the listener how it ended, and rethrows a failure so the
-  /// queue records it. Throws std::invalid_argument when no worker owns
-  /// `request.device`.
+  /// queue records it. A run dropped from its queue before it starts (a stop,
+  /// its client gone, shutdown) tells the listener too: on_run_end with
+  /// status "stopped", without on_run_start. Throws std::invalid_argument when
+  /// no worker owns `request.device`, QueueFull when its queue is full.
   std::string start_run(RunRequest request, std::shared_ptr<RunListener> listener);
   /// Stops every run (queued ones never start, running ones end between
   /// batches) and joins the workers.

@@ -22,12 +22,20 @@ std::string ws_text(const nlohmann::json& m) {
   return m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+/// A run's final message, CodefyUI's shape. Its other keys ("error") sort
+/// before "type", so the text ends with its type: the WebSocket session
+/// never drops such a message for a slow client.
+nlohmann::json final_message(const char* type) { return {{"type", type}}; }
+
 /// An editor's run: its events as CodefyUI's messages, and its final message
 /// decided under the connection's lock (see WsExecution::stop_current).
 class EditorRun : public RunListener {
  public:
-  EditorRun(std::shared_ptr<Connection> c, std::string client_run_id, std::vector<std::string> device_warnings)
-      : c_(std::move(c)), client_run_id_(std::move(client_run_id)), device_warnings_(std::move(device_warnings)) {}
+  EditorRun(std::shared_ptr<Connection> c, std::shared_ptr<RunTicket> ticket, std::vector<std::string> device_warnings)
+      : c_(std::move(c)),
+        ticket_(std::move(ticket)),
+        client_run_id_(ticket_->client_run_id),
+        device_warnings_(std::move(device_warnings)) {}
 
   void on_run_start(const std::string& run_id) override {
     // server_run_id (Codefy's addition) names the run in /api/runs, so an
@@ -88,20 +96,31 @@ class EditorRun : public RunListener {
   }
   void on_run_end(const std::string& run_id, const RunOutcome& outcome) override {
     std::lock_guard<std::mutex> lock(c_->mutex);
-    if (c_->run_id != run_id || !c_->active) return;  // already answered (a stop of it while queued)
-    if (c_->stop_requested || outcome.status == "stopped")
-      emit({{"type", "execution_stopped"}});
+    RunTicket& t = *ticket_;
+    if (t.answered) return;  // already answered (stopped while queued, or replaced)
+    if (t.run_id.empty()) t.run_id = run_id;
+    nlohmann::json m;
+    if (t.stop_requested || outcome.status == "stopped")
+      m = final_message("execution_stopped");
     else if (outcome.status == "ok")
-      emit({{"type", "execution_complete"}});
+      m = final_message("execution_complete");
     else
-      emit({{"type", "execution_error"}, {"error", outcome.error.value("message", std::string())}});
-    c_->active = false;
+      (m = final_message("execution_error"))["error"] = outcome.error.value("message", std::string());
+    t.answered = true;
+    c_->send(ws_text(m));
   }
 
  private:
-  void emit(const nlohmann::json& m) { c_->send(ws_text(m)); }
+  /// Sends an event of the run, unless its final message has gone (then the
+  /// client has moved on and the event would land on its next run).
+  void emit(const nlohmann::json& m) {
+    std::string text = ws_text(m);
+    std::lock_guard<std::mutex> lock(c_->mutex);
+    if (!ticket_->answered) c_->send(std::move(text));
+  }
 
   std::shared_ptr<Connection> c_;
+  std::shared_ptr<RunTicket> ticket_;
   std::string client_run_id_;
   std::vector<std::string> device_warnings_;
   // Filled and read on the run's thread only.
@@ -135,9 +154,9 @@ void WsExecution::close(const std::shared_ptr<Connection>& c) {
   std::string run;
   {
     std::lock_guard<std::mutex> lock(c->mutex);
-    run = c->run_id;
+    if (c->run) run = c->run->run_id;
   }
-  if (!run.empty()) runs_.queues().stop(run);  // a closed editor stops its run
+  if (!run.empty()) runs_.queues().stop(run);  // a closed editor stops its run (unlocked: a queued one answers)
   c->cache->clear();
   std::lock_guard<std::mutex> lock(mutex_);
   connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
@@ -177,38 +196,53 @@ void WsExecution::receive(const std::shared_ptr<Connection>& c, const std::strin
     return send({{"type", "cache_cleared"}});
   }
   if (action == "stop") {
-    if (!stop_current(c)) send({{"type", "execution_stopped"}});  // nothing running: answered at once
+    if (!stop_current(c, false)) send({{"type", "execution_stopped"}});  // nothing running: answered at once
     return;
   }
   if (action != "execute") return send({{"type", "error"}, {"error", "Unknown action: " + action}});
-  stop_current(c);  // a new execute replaces the running one, as in CodefyUI
+  stop_current(c, true);  // a new execute replaces the running one, as in CodefyUI
   execute(c, msg);
 }
 
-bool WsExecution::stop_current(const std::shared_ptr<Connection>& c) {
-  // Exactly one final message per run. A run that already sent its own is
-  // left alone; a queued one is dropped and answered here; a running one
-  // answers execution_stopped when it unwinds, between batches.
-  std::lock_guard<std::mutex> lock(c->mutex);
-  if (!c->active) return false;
-  c->stop_requested = true;
-  const auto info = runs_.queues().info(c->run_id);
-  runs_.queues().stop(c->run_id);
-  if (info && info->state == RunState::kQueued) {
-    c->active = false;
-    c->send(ws_text({{"type", "execution_stopped"}}));
+bool WsExecution::stop_current(const std::shared_ptr<Connection>& c, bool replacing) {
+  // Exactly one final message per run, in order: the replaced run's goes out
+  // here, before the new run can send anything. A run that already sent its
+  // own is left alone.
+  std::string run_id;
+  {
+    std::lock_guard<std::mutex> lock(c->mutex);
+    if (!c->run || c->run->answered) return false;
+    RunTicket& t = *c->run;
+    run_id = t.run_id;
+    const auto info = runs_.queues().info(run_id);
+    if (replacing || !info || info->state == RunState::kQueued) {
+      t.answered = true;
+      c->send(ws_text(final_message("execution_stopped")));
+    } else {
+      t.stop_requested = true;  // answers when it unwinds, between batches
+    }
   }
+  runs_.queues().stop(run_id);  // unlocked: a dropped queued run tells its listener, which locks
   return true;
 }
 
 void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::json& msg) {
+  auto ticket = std::make_shared<RunTicket>();
+  if (const auto id = msg.find("run_id"); id != msg.end() && id->is_string()) ticket->client_run_id = *id;
+  // A run refused before it is queued: its one final message says why.
+  const auto refuse = [&](const std::string& why) {
+    ticket->answered = true;
+    nlohmann::json m = final_message("execution_error");
+    m["error"] = why;
+    c->send(ws_text(m));
+  };
   RunRequest run;
   try {
     nlohmann::json g = msg;
     if (!g.contains("name")) g["name"] = msg.value("graph_id", std::string("editor"));
     run.graph = std::make_shared<PreparedGraph>(prepare(graph::graph_from_json(g, "editor"), registry_));
   } catch (const std::exception& e) {
-    return c->send(ws_text({{"type", "execution_error"}, {"error", e.what()}}));
+    return refuse(e.what());
   }
   if (msg.contains("changed_nodes") && msg["changed_nodes"].is_array())
     for (const auto& n : msg["changed_nodes"])
@@ -223,9 +257,7 @@ void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::
       folder = example_folder(examples_dir_, example->get<std::string>());
     } catch (const std::invalid_argument&) {
     }
-    if (!folder)
-      return c->send(
-          ws_text({{"type", "execution_error"}, {"error", "Example not found: " + example->get<std::string>()}}));
+    if (!folder) return refuse("Example not found: " + example->get<std::string>());
     run.base_dir = *folder;
   }
   run.cache = c->cache.get();
@@ -234,11 +266,16 @@ void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::
   if (run.state_scope.empty()) run.state_scope = run.graph->graph.name;
   run.record_outputs = msg.value("record_outputs", false);
   run.outputs_id = msg.value("run_id", std::string());
-  auto listener = std::make_shared<EditorRun>(c, run.outputs_id, choice.warnings);
-  std::lock_guard<std::mutex> lock(c->mutex);  // before the run's end can look at run_id
-  c->run_id = runs_.start_run(std::move(run), std::move(listener));
-  c->active = true;
-  c->stop_requested = false;
+  auto listener = std::make_shared<EditorRun>(c, ticket, choice.warnings);
+  std::string run_id;
+  try {
+    run_id = runs_.start_run(std::move(run), std::move(listener));
+  } catch (const QueueFull& e) {
+    return refuse(e.what());
+  }
+  std::lock_guard<std::mutex> lock(c->mutex);
+  if (ticket->run_id.empty()) ticket->run_id = run_id;
+  c->run = std::move(ticket);
 }
 
 }  // namespace codefy::server

@@ -4,7 +4,10 @@
 // "interrupted" for the node a Stop ended), node_progress (Codefy's per-batch
 // progress, which CodefyUI's client ignores),
 // warning, execution_complete|error|stopped and cache_cleared out. Each
-// connection has its own execution cache and at most one run.
+// connection has its own execution cache and at most one run; every run
+// gets exactly one final message, in the order the runs were asked for (a
+// new execute answers the run it replaces execution_stopped at once, and
+// that run sends nothing more).
 #pragma once
 
 #include "engine/node.h"
@@ -27,15 +30,24 @@ namespace codefy::server {
 
 class Runs;
 
+/// One run of an editor connection, as the connection sees it (guarded by
+/// Connection::mutex). Every run gets exactly one final message
+/// (execution_complete, execution_error or execution_stopped); once it has
+/// gone, the run sends nothing more.
+struct RunTicket {
+  std::string run_id;           ///< the server's id of the run
+  std::string client_run_id;    ///< the execute message's run_id ("" when it had none)
+  bool answered = false;        ///< its final message went out
+  bool stop_requested = false;  ///< a stop came while it ran: it ends with execution_stopped
+};
+
 /// One editor connection: its execution cache and its run. `send` delivers
 /// a JSON text frame (thread-safe; dropped once the socket is gone).
 struct Connection {
   std::function<void(std::string)> send;
   std::shared_ptr<ExecutionCache> cache;
   std::mutex mutex;
-  std::string run_id;           ///< the connection's latest run, "" before the first
-  bool active = false;          ///< that run has not sent its final message yet
-  bool stop_requested = false;  ///< a stop came for it: its final message is execution_stopped
+  std::shared_ptr<RunTicket> run;  ///< the connection's latest run, null before the first
 };
 
 /// The open editor connections and their protocol; runs go through Runs::start_run.
@@ -60,7 +72,11 @@ class WsExecution {
 
  private:
   void execute(const std::shared_ptr<Connection>& c, const nlohmann::json& msg);
-  bool stop_current(const std::shared_ptr<Connection>& c);
+  /// Ends the connection's unanswered run, if any: a queued one, or any one
+  /// `replacing` (a new execute), is answered execution_stopped now and sends
+  /// nothing more; a running one asked to stop answers when it unwinds, after
+  /// its interrupted node. Returns whether there was such a run.
+  bool stop_current(const std::shared_ptr<Connection>& c, bool replacing);
 
   Runs& runs_;
   const NodeRegistry& registry_;

@@ -2,11 +2,14 @@
 #include "util/errors.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -109,6 +112,41 @@ void copy_file_range_atomic(const fs::path& path, const fs::path& source, uint64
     throw;
   }
   ::close(in);
+}
+
+bool is_atomic_temp_name(const std::string& name, long* pid) {
+  // <file>.tmp.<digits>.<digits>, <file> not empty.
+  const size_t last = name.rfind('.');
+  if (last == std::string::npos || last + 1 == name.size()) return false;
+  const size_t mid = last == 0 ? std::string::npos : name.rfind('.', last - 1);
+  if (mid == std::string::npos || mid + 1 == last || mid < 5 || name.compare(mid - 4, 4, ".tmp") != 0) return false;
+  const auto digits = [&](size_t from, size_t to) {
+    if (to - from > 18) return false;
+    for (size_t i = from; i < to; ++i)
+      if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
+    return true;
+  };
+  if (!digits(mid + 1, last) || !digits(last + 1, name.size())) return false;
+  if (pid) *pid = std::stol(name.substr(mid + 1, last - mid - 1));
+  return true;
+}
+
+size_t remove_stale_temp_files(const fs::path& dir, size_t max_entries) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  const auto day_ago = fs::file_time_type::clock::now() - std::chrono::hours(24);
+  size_t removed = 0, seen = 0;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end && seen < max_entries; it.increment(ec), ++seen) {
+    long pid = 0;
+    std::error_code fec;  // an entry that cannot be looked at is skipped
+    if (!it->is_regular_file(fec) || !is_atomic_temp_name(it->path().filename().string(), &pid)) continue;
+    const bool writer_gone = pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
+    const auto mtime = fs::last_write_time(it->path(), fec);
+    if (writer_gone || (!fec && mtime < day_ago))
+      if (fs::remove(it->path(), fec)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace codefy::util

@@ -1,6 +1,7 @@
 // Files written whole or not at all.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -19,5 +20,15 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view bytes
 /// pieces: a large upload spooled to disk never passes through memory whole).
 void copy_file_range_atomic(const std::filesystem::path& path, const std::filesystem::path& source, uint64_t offset,
                             uint64_t size);
+
+/// Whether `name` is one of the temporaries these functions write
+/// ("<file>.tmp.<pid>.<n>"); sets `pid` to the writer's process id.
+bool is_atomic_temp_name(const std::string& name, long* pid = nullptr);
+
+/// Removes temporaries that an interrupted write left under `dir` (and its
+/// folders, symlinks not followed, at most `max_entries` entries looked at):
+/// those whose writer process is gone, and any older than a day. A live
+/// process's write in progress is left alone. Returns how many went.
+size_t remove_stale_temp_files(const std::filesystem::path& dir, size_t max_entries = 100000);
 
 }  // namespace codefy::util

@@ -95,6 +95,52 @@ TEST(RunQueues, StopDropsAQueuedRunAndCancelsARunningOne) {
   EXPECT_FALSE(second_ran);
 }
 
+TEST(RunQueues, DroppedRunsAreToldAndAFullQueueRefuses) {
+  std::mutex m;
+  std::vector<std::string> told;
+  const auto tell = [&](const std::string& id) {
+    std::lock_guard<std::mutex> lock(m);
+    told.push_back(id);
+  };
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::string running, a, b;
+  {
+    RunQueues q({"cpu"}, 2);
+    EXPECT_EQ(q.max_waiting(), 2u);
+    running = q.submit(
+        "cpu", [released](const CancellationToken&, const std::string&) { released.wait(); }, tell);
+    ASSERT_TRUE(eventually([&] { return state(q, running) == RunState::kRunning; }));
+    a = q.submit(
+        "cpu", [](const CancellationToken&, const std::string&) {}, tell);
+    b = q.submit(
+        "cpu", [](const CancellationToken&, const std::string&) {}, tell);
+    try {
+      q.submit("cpu", [](const CancellationToken&, const std::string&) {});
+      ADD_FAILURE() << "a third waiting run was queued";
+    } catch (const QueueFull& e) {
+      EXPECT_EQ(e.queue(), "cpu");
+      EXPECT_EQ(e.waiting(), 2u);
+      EXPECT_EQ(e.limit(), 2u);
+      EXPECT_NE(std::string(e.what()).find("2 runs are waiting"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(q.queues_json()["cpu"]["max_queued"], 2);
+    EXPECT_FALSE(q.drop_queued(running));  // running: it goes on
+    EXPECT_TRUE(q.drop_queued(a));
+    EXPECT_FALSE(q.drop_queued(a));  // once
+    EXPECT_EQ(state(q, a), RunState::kStopped);
+    EXPECT_EQ(told, std::vector<std::string>{a});
+    // close drops b at once, then waits for the running one, released meanwhile.
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      release.set_value();
+    });
+    q.close();  // b never ran: it is told too (the running one, which ended its own way, is not)
+    releaser.join();
+  }
+  EXPECT_EQ(told, (std::vector<std::string>{a, b}));
+}
+
 TEST(RunQueues, FailuresAreRecordedAndUnknownDevicesRefused) {
   RunQueues q({"cpu"});
   const std::string bad =
