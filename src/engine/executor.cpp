@@ -62,11 +62,10 @@ std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params,
 PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry, Checks checks) {
   PreparedGraph p;
   p.graph = graph::expand_presets(g);
-  auto issues = graph::validate(p.graph, registry);
-  for (auto& i : registry.check(p.graph, graph::make_plan(p.graph), checks == Checks::kValidate))
-    issues.push_back(std::move(i));
+  p.plan = graph::make_plan(p.graph);  // once: validation and the checks read the same plan
+  auto issues = graph::validate(p.graph, registry, p.plan);
+  for (auto& i : registry.check(p.graph, p.plan, checks == Checks::kValidate)) issues.push_back(std::move(i));
   if (!issues.empty()) throw graph::ValidationError(std::move(issues));
-  p.plan = graph::make_plan(p.graph);
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 namespace codefy::graph {
 
@@ -146,6 +147,15 @@ Graph graph_from_json(const json& j, const std::string& source) {
   const json& edges = j.contains("edges") ? j.at("edges") : empty;
   if (!nodes.is_array()) throw GraphFormatError(source + ": \"nodes\" must be an array");
   if (!edges.is_array()) throw GraphFormatError(source + ": \"edges\" must be an array");
+  if (nodes.size() > kMaxNodes)
+    throw GraphFormatError(source + ": the graph has " + std::to_string(nodes.size()) + " nodes; at most " +
+                           std::to_string(kMaxNodes) + " are allowed");
+  if (edges.size() > kMaxEdges)
+    throw GraphFormatError(source + ": the graph has " + std::to_string(edges.size()) + " edges; at most " +
+                           std::to_string(kMaxEdges) + " are allowed");
+  std::unordered_set<std::string> ids;  // a set, not a search per node: a large graph is read in linear time
+  g.nodes.reserve(nodes.size());
+  g.edges.reserve(edges.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     const json& n = nodes[i];
     const std::string where = source + ": nodes[" + std::to_string(i) + "]";
@@ -156,7 +166,7 @@ Graph graph_from_json(const json& j, const std::string& source) {
     spec.type = string_field(n, "type", where);
     if (spec.id.empty()) throw GraphFormatError(where + " has no \"id\"");
     if (spec.type.empty()) throw GraphFormatError(where + " (id " + spec.id + ") has no \"type\"");
-    if (g.node(spec.id)) throw GraphFormatError(source + ": two nodes have the id \"" + spec.id + "\"");
+    if (!ids.insert(spec.id).second) throw GraphFormatError(source + ": two nodes have the id \"" + spec.id + "\"");
     if (auto d = n.find("data"); d != n.end() && !d->is_null()) {
       if (!d->is_object()) throw GraphFormatError(where + " (id " + spec.id + "): \"data\" must be an object");
       if (auto p = d->find("params"); p != d->end() && !p->is_null()) {

@@ -49,6 +49,12 @@ struct Graph {
   NodeSpec* node(const std::string& id);
 };
 
+/// The most nodes and edges a graph may have (a file, a request, an editor
+/// run): far past any graph people build, and small enough that checking
+/// one takes well under a second.
+constexpr size_t kMaxNodes = 10000;
+constexpr size_t kMaxEdges = 50000;
+
 /// Thrown for a graph file that cannot be read as a graph at all.
 class GraphFormatError : public Error {
  public:
@@ -57,7 +63,8 @@ class GraphFormatError : public Error {
 
 /// Reads a graph from JSON text; `source` names it in errors (a path or "<request>").
 Graph parse_graph(const std::string& text, const std::string& source);
-/// Reads a graph from a JSON value.
+/// Reads a graph from a JSON value. Throws GraphFormatError naming the
+/// limit for more than kMaxNodes nodes or kMaxEdges edges.
 Graph graph_from_json(const json& j, const std::string& source);
 /// Reads a graph file; base_dir becomes the file's folder.
 Graph load_graph_file(const std::filesystem::path& path);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 namespace codefy::graph {
 
@@ -92,7 +93,9 @@ std::string check_param_value(const ParamDef& def, const json& v) {
   return "";
 }
 
-std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
+std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) { return validate(g, catalog, make_plan(g)); }
+
+std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog, const Plan& plan) {
   std::vector<Issue> issues;
   auto add = [&](const NodeSpec* n, std::string field, std::string message) {
     issues.push_back({g.name, n ? n->id : "", n ? n->type : "", std::move(field), std::move(message)});
@@ -102,14 +105,22 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
   for (const auto& n : g.nodes) has_start = has_start || n.type == "Start";
   if (!has_start) add(nullptr, "", "no Start node: connect a Start node's trigger to the first node to run");
 
-  const Plan plan = make_plan(g);
+  // Nodes by id, looked up once per edge: linear in the graph's size, where
+  // a search per edge (Graph::node) made large graphs quadratic.
+  std::unordered_map<std::string, const NodeSpec*> by_id;
+  by_id.reserve(g.nodes.size());
+  for (const auto& n : g.nodes) by_id.emplace(n.id, &n);
+  const auto node = [&](const std::string& id) -> const NodeSpec* {
+    const auto it = by_id.find(id);
+    return it == by_id.end() ? nullptr : it->second;
+  };
 
   // Edges: endpoints, ports, types. Only edges between nodes that run matter
   // for ports and types; a dangling edge is always an error.
-  std::map<std::string, std::map<std::string, int>> fed;  // node -> input port -> count
+  std::unordered_map<std::string, std::map<std::string, int>> fed;  // node -> input port -> count
   for (const auto& e : g.edges) {
-    const NodeSpec* s = g.node(e.source);
-    const NodeSpec* t = g.node(e.target);
+    const NodeSpec* s = node(e.source);
+    const NodeSpec* t = node(e.target);
     if (!s) add(t, "edge " + e.id, "source node \"" + e.source + "\" does not exist");
     if (!t) add(s, "edge " + e.id, "target node \"" + e.target + "\" does not exist");
     if (!s || !t || e.kind == EdgeKind::kTrigger) continue;
@@ -137,7 +148,9 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
       continue;
     }
     for (const auto& in : def->inputs) {
-      const int count = fed[n.id][in.name];
+      const auto fed_node = fed.find(n.id);
+      const auto fed_port = fed_node == fed.end() ? nullptr : &fed_node->second;
+      const int count = fed_port && fed_port->count(in.name) ? fed_port->at(in.name) : 0;
       if (count == 0 && !in.optional) add(&n, "input \"" + in.name + "\"", "required input is not connected");
       if (count > 1) add(&n, "input \"" + in.name + "\"", std::to_string(count) + " edges arrive at one input");
     }
@@ -154,7 +167,7 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) {
   }
 
   for (const auto& id : plan.cyclic) {
-    const NodeSpec* n = g.node(id);
+    const NodeSpec* n = node(id);
     add(n, "", "is part of a cycle: the nodes that run must form a directed acyclic graph");
   }
   return issues;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "graph/graph.h"
+#include "graph/plan.h"
 #include "graph/types.h"
 #include "util/errors.h"
 
@@ -41,5 +42,8 @@ std::string check_param_value(const ParamDef& def, const json& value);
 /// graph-level problems (no Start, cycles, dangling edges). Expects a graph
 /// whose presets are already expanded.
 std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog);
+/// The same with the graph's plan made already (make_plan(g)). Linear in
+/// the number of nodes and edges (up to map lookups).
+std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog, const Plan& plan);
 
 }  // namespace codefy::graph

@@ -13,6 +13,7 @@
 #include "server/preset_routes.h"
 #include "server/runs.h"
 #include "server/static_files.h"
+#include "server/worker.h"
 #include "server/ws_execution.h"
 #include "util/atomic_file.h"
 #include "util/json_input.h"
@@ -57,6 +58,7 @@ Api::~Api() { shutdown(); }
 void Api::shutdown() {
   runs_->shutdown();
   layers_->shutdown();
+  graphs_->shutdown();
 }
 
 void Api::add_server_routes() {
@@ -118,16 +120,8 @@ void Api::handle(const Request& r, Respond respond) {
       return respond(RouteTable::unrouted(match));
     }
     match.route->handler(r, match.params, respond);
-  } catch (const HttpError& e) {
-    respond(Response::error(e.status(), e.what()));
-  } catch (const util::JsonInputError& e) {
-    respond(Response::error(400, std::string("malformed JSON: ") + e.what()));
-  } catch (const graph::GraphFormatError& e) {
-    respond(Response::error(400, e.what()));
-  } catch (const std::invalid_argument& e) {
-    respond(Response::error(400, e.what()));
-  } catch (const std::exception& e) {
-    respond(Response::error(500, e.what()));
+  } catch (...) {
+    respond(response_for_current_exception());
   }
 }
 

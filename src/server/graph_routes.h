@@ -4,6 +4,7 @@
 #pragma once
 
 #include "server/routes.h"
+#include "server/worker.h"
 
 #include <filesystem>
 #include <optional>
@@ -33,7 +34,12 @@ class GraphRoutes {
   /// Adds POST /api/graph/validate, POST /api/graph/save, GET
   /// /api/graph/load/{name}, GET /api/graph/list, GET /api/examples/list and
   /// GET /api/examples/load?path=.
+  /// Validation and saving run on a worker thread of their own (a large
+  /// graph never holds up the I/O threads); at most this many wait.
+  static constexpr size_t kWaitingMax = 8;
   void add_routes(RouteTable& table);
+  /// Answers the waiting validations and saves with 503 and joins the worker.
+  void shutdown() { worker_.shutdown(); }
 
  private:
   Response validate(const Request& r) const;
@@ -46,6 +52,7 @@ class GraphRoutes {
   std::filesystem::path graphs_dir_;
   std::filesystem::path examples_dir_;
   const NodeRegistry& registry_;
+  Worker worker_{"graph validations and saves", kWaitingMax};
 };
 
 }  // namespace codefy::server

@@ -88,6 +88,42 @@ Request to_request(const http::request_header<>& req, bool loopback) {
   return r;
 }
 
+constexpr const char* kBothLengths = "Content-Length and Transfer-Encoding together: the body's length is ambiguous";
+constexpr const char* kNotChunked = "Transfer-Encoding must name chunked, once and last (the body's length is unknown)";
+
+/// What RFC 9112 answers with 400 in a header Beast parsed without
+/// complaint, or "": a Host missing (HTTP/1.1) or given twice (the access
+/// checks would trust one of them), a Transfer-Encoding that does not end in
+/// chunked (a request's body length cannot be known then).
+std::string framing_problem(const http::request_header<>& h, bool chunked) {
+  const auto hosts = h.equal_range(http::field::host);
+  const auto host_count = std::distance(hosts.first, hosts.second);
+  if (host_count > 1) return "Host is given more than once";
+  if (host_count == 0 && h.version() >= 11) return "Host is missing (HTTP/1.1 requires it)";
+  if (h.count(http::field::transfer_encoding) > 0 && !chunked) return kNotChunked;
+  return "";
+}
+
+/// The 400 answer's words when `ec` says the request's bytes are malformed,
+/// or "" when it says something else (the client closed, went quiet, reset).
+/// `h` holds the fields parsed before the fault.
+std::string bad_request(beast::error_code ec, const http::request_header<>& h) {
+  if (!ec || ec.category() != beast::error_code(http::error::bad_field).category()) return "";
+  const bool has_length = h.count(http::field::content_length) > 0;
+  const bool has_encoding = h.count(http::field::transfer_encoding) > 0;
+  switch (static_cast<http::error>(ec.value())) {
+    case http::error::end_of_stream:
+    case http::error::partial_message:
+    case http::error::need_more: return "";
+    case http::error::bad_content_length:  // not a number, too large, or after Transfer-Encoding: chunked
+      return has_encoding ? kBothLengths : "Content-Length is not a byte count (a whole number below 2^64)";
+    case http::error::bad_transfer_encoding:  // after Content-Length, or chunked twice
+      return has_length ? kBothLengths : kNotChunked;
+    case http::error::multiple_content_length: return "Content-Length is given more than once with different values";
+    default: return "malformed request: " + ec.message();
+  }
+}
+
 /// One editor connection on /ws/execution: reads actions, writes the run's
 /// events through a bounded queue on its strand.
 /// A training progress frame (per batch or per epoch): the only kind a slow client may miss.
@@ -189,10 +225,34 @@ class Session : public std::enable_shared_from_this<Session> {
     header_parser_.emplace();
     header_parser_->header_limit(32 * 1024);
     header_parser_->body_limit(boost::none);  // decided in on_header, once the route is known
-    stream_.expires_after(options_.read_timeout);
+    header_deadline_ = std::chrono::steady_clock::now() + options_.header_timeout;
     // The header first: it decides where the body goes and how large it may be.
-    http::async_read_header(stream_, buffer_, *header_parser_,
-                            beast::bind_front_handler(&Session::on_header, shared_from_this()));
+    read_header();
+  }
+
+  /// Reads the header piece by piece, each piece within the idle timeout,
+  /// the whole header by header_deadline_ however steadily it trickles in
+  /// (slowloris). Beast's parser takes a header only whole, so the bytes are
+  /// read here and offered to it after each read.
+  void read_header() {
+    while (buffer_.size() > 0 && !header_parser_->is_header_done()) {
+      beast::error_code ec;
+      const size_t used = header_parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) break;  // not all of it yet
+      if (ec) return on_header(ec, 0);          // what is wrong with it (too large, malformed)
+      if (used == 0) break;
+    }
+    if (header_parser_->is_header_done()) return on_header({}, 0);
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(header_deadline_ - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return close();
+    stream_.expires_after(std::min(left, options_.read_timeout));
+    stream_.async_read_some(buffer_.prepare(8192), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->buffer_.commit(n);
+      if (ec) return self->on_header(ec, 0);  // closed, reset or quiet: on_header closes
+      self->read_header();
+    });
   }
 
   void on_header(beast::error_code ec, std::size_t) {
@@ -200,7 +260,13 @@ class Session : public std::enable_shared_from_this<Session> {
       keep_alive_ = false;
       return write(Response::error(431, "request headers too large"));
     }
-    if (ec) return close();  // end of stream, timeout, reset, or not HTTP at all
+    if (const std::string why = ec ? bad_request(ec, header_parser_->get())
+                                   : framing_problem(header_parser_->get(), header_parser_->chunked());
+        !why.empty()) {
+      keep_alive_ = false;  // the body's length is unknown: nothing after this header can be read as a request
+      return write(Response::error(400, why));
+    }
+    if (ec) return close();  // end of stream, timeout, reset
     version_ = header_parser_->get().version();
     beast::error_code ep_ec;
     const auto remote = stream_.socket().remote_endpoint(ep_ec);
@@ -267,12 +333,24 @@ class Session : public std::enable_shared_from_this<Session> {
         spool_.clear();
         return write(Response::error(500, "cannot spool the upload: " + fec.message()));
       }
-      return http::async_read(stream_, buffer_, *file_parser_,
-                              beast::bind_front_handler(&Session::on_read, shared_from_this()));
+      return read_body_some(*file_parser_);
     }
     parser_.emplace(std::move(*header_parser_));
     parser_->body_limit(body_limit_);
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::on_read, shared_from_this()));
+    read_body_some(*parser_);
+  }
+
+  /// Reads the body piece by piece, each within the idle timeout: a slow
+  /// upload that keeps sending is never cut off, a stalled one is.
+  template <class Parser>
+  void read_body_some(Parser& parser) {
+    if (parser.is_done()) return on_read({}, 0);  // no body, or all of it came with the header
+    stream_.expires_after(options_.read_timeout);
+    http::async_read_some(stream_, buffer_, parser,
+                          [self = shared_from_this(), &parser](beast::error_code ec, std::size_t n) {
+                            if (!ec && !parser.is_done()) return self->read_body_some(parser);
+                            self->on_read(ec, n);
+                          });
   }
 
   void on_read(beast::error_code ec, std::size_t) {
@@ -280,7 +358,12 @@ class Session : public std::enable_shared_from_this<Session> {
       keep_alive_ = false;
       return write(Response::error(413, "request body over the limit of " + std::to_string(body_limit_) + " bytes"));
     }
-    if (ec) return close();
+    if (const std::string why = bad_request(ec, file_parser_ ? file_parser_->get().base() : parser_->get().base());
+        !why.empty()) {
+      keep_alive_ = false;  // a malformed chunk: where the next request would start is unknown
+      return write(Response::error(400, why));
+    }
+    if (ec) return close();  // the client closed, reset or went quiet
     body_unread_ = false;
     keep_alive_ = file_parser_ ? file_parser_->keep_alive() : parser_->keep_alive();
     if (file_parser_) {
@@ -357,10 +440,17 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& [k, v] : r.headers) res->set(k, v);
     res->keep_alive(keep_alive_);
     res->prepare_payload();
+    write_some(res, std::make_shared<http::response_serializer<typename Message::body_type>>(*res));
+  }
+
+  /// Writes the answer piece by piece, each within the idle timeout: a large
+  /// download to a slow client that keeps reading is never cut off.
+  template <class Message, class Serializer>
+  void write_some(std::shared_ptr<Message> res, std::shared_ptr<Serializer> sr) {
     stream_.expires_after(options_.read_timeout);
-    auto self = shared_from_this();
-    http::async_write(stream_, *res, [self, res](beast::error_code ec, std::size_t) {
+    http::async_write_some(stream_, *sr, [self = shared_from_this(), res, sr](beast::error_code ec, std::size_t) {
       if (ec) return self->close();
+      if (!sr->is_done()) return self->write_some(res, sr);
       if (res->need_eof()) return self->body_unread_ ? self->linger() : self->close();
       if (self->watching_) return void(self->read_after_watch_ = true);  // the watch's end reads on
       self->read();
@@ -428,9 +518,10 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t body_limit_ = 0;     ///< the limit of the request being read
   bool upload_ = false;       ///< the request being read is an upload: its route streams the body to disk
   bool body_unread_ = false;  ///< the request being answered was refused before its body was read (whole)
-  std::chrono::steady_clock::time_point linger_until_;  ///< when lingering after a refusal ends at the latest
-  size_t drained_ = 0;                                  ///< bytes read and dropped while lingering
-  std::vector<char> drop_;                              ///< where they are read to
+  std::chrono::steady_clock::time_point header_deadline_;  ///< when the request header being read must be complete
+  std::chrono::steady_clock::time_point linger_until_;     ///< when lingering after a refusal ends at the latest
+  size_t drained_ = 0;                                     ///< bytes read and dropped while lingering
+  std::vector<char> drop_;                                 ///< where they are read to
   std::function<void()> on_gone_;  ///< what the pending answer's route does if the client leaves first
   bool watching_ = false;          ///< a watch() read is pending
   bool read_after_watch_ = false;  ///< the answer went out during the watch: its end starts the next read

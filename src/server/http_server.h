@@ -24,7 +24,14 @@ struct ServerOptions {
   std::filesystem::path spool_dir;
   int max_uploads = 4;  ///< uploads received at once; more get 503
   int io_threads = 2;
-  std::chrono::milliseconds read_timeout{30000};  ///< a client that sends nothing is dropped after this
+  /// An idle timeout: a client that sends no byte (or takes none of the
+  /// answer) for this long is dropped. A slow upload that keeps sending is
+  /// never cut off.
+  std::chrono::milliseconds read_timeout{30000};
+  /// The whole request header must arrive within this, however steadily it
+  /// trickles in (slowloris); the wait for the next request on a kept-alive
+  /// connection counts too.
+  std::chrono::milliseconds header_timeout{30000};
   /// A request refused before its body was read (403, 413, 421, 431) is
   /// answered, then the rest the client sends is read and dropped until it
   /// stops (nginx's lingering_close): closing with bytes unread would reset

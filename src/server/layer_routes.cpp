@@ -12,24 +12,6 @@ namespace codefy::server {
 
 using nlohmann::json;
 
-LayerRoutes::LayerRoutes() : worker_([this] { work(); }) {}
-
-LayerRoutes::~LayerRoutes() { shutdown(); }
-
-void LayerRoutes::shutdown() {
-  std::deque<Respond> left;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return;
-    stopping_ = true;
-    left.swap(waiting_);
-    jobs_.clear();
-  }
-  wake_.notify_all();
-  for (auto& respond : left) respond(Response::error(503, "the server is stopping"));
-  if (worker_.joinable()) worker_.join();
-}
-
 void LayerRoutes::add_routes(RouteTable& table) {
   table.add("GET", "/api/layers",
             [](const Request&, const PathParams&) { return Response::json(200, model::layer_catalog_json()); });
@@ -64,35 +46,15 @@ void LayerRoutes::shapes(const Request& r, const Respond& respond) {
     input_shape.push_back(s.get<int64_t>());
   }
 
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_) throw HttpError(503, "the server is stopping");
-  if (jobs_.size() >= kWaitingMax) throw HttpError(503, "too many shape requests at once; try again");
-  jobs_.push_back([spec = std::move(spec), input_shape = std::move(input_shape), respond] {
-    try {
-      respond(Response::json(200, model::to_json(model::trace_layer_shapes(spec, input_shape))));
-    } catch (const model::ShapeRequestError& e) {
-      respond(Response::error(400, e.what()));
-    } catch (const std::exception& e) {
-      respond(Response::error(500, e.what()));
-    }
-  });
-  waiting_.push_back(respond);
-  wake_.notify_one();
-}
-
-void LayerRoutes::work() {
-  for (;;) {
-    std::function<void()> job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (stopping_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-      waiting_.pop_front();
-    }
-    job();
-  }
+  worker_.post(
+      [spec = std::move(spec), input_shape = std::move(input_shape), respond] {
+        try {
+          respond(Response::json(200, model::to_json(model::trace_layer_shapes(spec, input_shape))));
+        } catch (const model::ShapeRequestError& e) {
+          respond(Response::error(400, e.what()));
+        }
+      },
+      respond);
 }
 
 }  // namespace codefy::server

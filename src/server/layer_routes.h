@@ -5,12 +5,7 @@
 #pragma once
 
 #include "server/routes.h"
-
-#include <condition_variable>
-#include <deque>
-#include <functional>
-#include <mutex>
-#include <thread>
+#include "server/worker.h"
 
 namespace codefy::server {
 
@@ -20,24 +15,16 @@ class LayerRoutes {
   /// Requests waiting for the worker beyond the one it traces; more get 503.
   static constexpr size_t kWaitingMax = 8;
 
-  LayerRoutes();
-  ~LayerRoutes();
   /// Answers the waiting requests with 503 and joins the worker.
-  void shutdown();
+  void shutdown() { worker_.shutdown(); }
 
   /// Adds GET /api/layers and POST /api/layers/shapes.
   void add_routes(RouteTable& table);
 
  private:
   void shapes(const Request& r, const Respond& respond);
-  void work();
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> jobs_;
-  std::deque<Respond> waiting_;  ///< each job's respond, for shutdown; parallel to jobs_
-  bool stopping_ = false;
-  std::thread worker_;
+  Worker worker_{"shape requests", kWaitingMax};
 };
 
 }  // namespace codefy::server
