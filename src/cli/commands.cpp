@@ -241,6 +241,7 @@ int serve(const ServeCommand& cmd) {
   server::ApiOptions options;
   options.data_dir = cmd.data_dir;
   options.examples_dir = cmd.examples_dir;
+  options.allowed_paths.assign(cmd.allowed_paths.begin(), cmd.allowed_paths.end());
   options.web_dir = cmd.web_dir.empty() ? find_web_dir() : std::filesystem::path(cmd.web_dir);
   try {
     options.stores = store::StoreSettings::from_env();

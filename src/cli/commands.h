@@ -32,6 +32,8 @@ struct ServeCommand {
   uint16_t port = 8000;
   std::string data_dir = "codefy-data";
   std::string examples_dir = "examples";
+  /// Folders graphs' nodes may read and write besides the data folder.
+  std::vector<std::string> allowed_paths;
   /// The built editor; empty: found beside the program (a checkout's web/dist, an install's share/codefy/web).
   std::string web_dir;
   /// `NAME=DEVICE[,DEVICE...]`: a worker owning those devices (default: one per device).

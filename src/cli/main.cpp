@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--port", serve_opts.port, "Port (0: any free one)")->capture_default_str();
   serve_cmd->add_option("--data-dir", serve_opts.data_dir, "Saved graphs and model files")->capture_default_str();
   serve_cmd->add_option("--examples-dir", serve_opts.examples_dir, "Example graphs to offer")->capture_default_str();
+  serve_cmd->add_option("--allow-path", serve_opts.allowed_paths,
+                        "DIR: a folder graphs' nodes may read and write besides the data folder (repeatable; "
+                        "nodes also read the examples and /usr/share/datasets)");
   serve_cmd->add_option("--web-dir", serve_opts.web_dir,
                         "The built editor to serve at / (default: web/dist of this checkout, or share/codefy/web "
                         "of an install)");

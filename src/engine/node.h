@@ -9,6 +9,7 @@
 #include "graph/validate.h"
 #include "store/lru.h"
 #include "util/cancel.h"
+#include "util/file_access.h"
 
 #include <filesystem>
 #include <functional>
@@ -42,6 +43,11 @@ struct RunSettings {
   std::string device;
   /// Relative file paths in params resolve against this folder.
   std::filesystem::path base_dir;
+  /// Where relative output paths resolve instead, when not empty (a run of a
+  /// read-only example writes into the data folder); reads look there first.
+  std::filesystem::path output_dir;
+  /// The folders nodes may read and write; null: any (the command line).
+  std::shared_ptr<const util::FileAccess> files;
   CancellationToken cancel;
   Observer* observer = nullptr;
   /// Partial re-execution: a cacheable node whose key (type, params, device,
@@ -82,8 +88,18 @@ class NodeContext {
   double param_float(const std::string& name) const;
   bool param_bool(const std::string& name) const;
   std::string param_string(const std::string& name) const;
-  /// Resolves a relative path param against the run's base folder (absolute stays).
+  /// A path param to read: relative resolves against the run's base folder
+  /// (absolute stays); refused, naming the param, outside the run's folders.
   std::filesystem::path param_path(const std::string& name) const;
+  /// A path param to write a `kind` of file to (e.g. "weights file"): refused
+  /// outside the run's writable folders, and where it would replace a file
+  /// that `is_ours` does not recognise as that kind (or a folder, a link).
+  /// `extension`, when given, replaces the path's own first.
+  std::filesystem::path output_path(const std::string& name, const std::string& kind,
+                                    const std::function<bool(const std::filesystem::path&)>& is_ours,
+                                    const std::string& extension = "") const;
+  /// `path` (given by param `name`) resolved and checked for reading, as param_path.
+  std::filesystem::path readable_path(const std::string& path, const std::string& name) const;
   std::filesystem::path resolve_path(const std::string& path) const;
 
   bool has_input(const std::string& port) const;

@@ -111,7 +111,38 @@ std::filesystem::path NodeContext::resolve_path(const std::string& path) const {
 std::filesystem::path NodeContext::param_path(const std::string& name) const {
   const std::string s = param_string(name);
   if (s.empty()) fail_param(name, "needs a file path");
-  return resolve_path(s);
+  return readable_path(s, name);
+}
+
+std::filesystem::path NodeContext::readable_path(const std::string& path, const std::string& name) const {
+  std::filesystem::path p = resolve_path(path);
+  if (!run_.output_dir.empty() && std::filesystem::path(path).is_relative()) {
+    // What an earlier run of this read-only graph wrote is read back from where it went.
+    std::error_code ec;
+    if (auto written = codefy::resolve_path(path, run_.output_dir); std::filesystem::exists(written, ec)) p = written;
+  }
+  try {
+    if (run_.files) run_.files->check_read(p);
+  } catch (const util::FileAccessError& e) {
+    fail_param(name, e.what());
+  }
+  return p;
+}
+
+std::filesystem::path NodeContext::output_path(const std::string& name, const std::string& kind,
+                                               const std::function<bool(const std::filesystem::path&)>& is_ours,
+                                               const std::string& extension) const {
+  const std::string s = param_string(name);
+  if (s.empty()) fail_param(name, "needs a file path");
+  std::filesystem::path p = codefy::resolve_path(s, run_.output_dir.empty() ? run_.base_dir : run_.output_dir);
+  if (!extension.empty()) p.replace_extension(extension);
+  try {
+    if (run_.files) run_.files->check_write(p);
+    util::check_replaceable(p, kind, is_ours);
+  } catch (const util::FileAccessError& e) {
+    fail_param(name, e.what());
+  }
+  return p;
 }
 
 bool NodeContext::has_input(const std::string& port) const {

@@ -57,9 +57,11 @@ void register_dataset(NodeRegistry& r) {
         const std::string name = ctx.param_string("name");
         const bool train = ctx.param_string("split") == "train";
         const std::string dir = ctx.param_string("data_dir");
+        // A folder the run may not read is refused, not replaced by the packaged copy.
+        const std::filesystem::path folder = dir.empty() ? std::filesystem::path() : ctx.readable_path(dir, "data_dir");
         train::Dataset ds;
         try {
-          ds = train::load_mnist(name, train, dir.empty() ? std::filesystem::path() : ctx.resolve_path(dir));
+          ds = train::load_mnist(name, train, folder);
         } catch (const std::exception& first) {
           if (dir.empty()) NodeContext::fail_param("data_dir", first);
           NodeContext::rethrow_if_out_of_memory(first);  // the files were there: another folder will not fit either
@@ -71,10 +73,9 @@ void register_dataset(NodeRegistry& r) {
             NodeContext::fail_param("data_dir", why);
           }
           // The fallback is kept, but never silent: the run trains on other files than the graph names.
-          const std::filesystem::path wanted = ctx.resolve_path(dir);
           std::error_code ec;
-          const bool exists = std::filesystem::is_directory(wanted, ec);
-          ctx.warn("Dataset \"" + ctx.node().id + "\": data_dir \"" + dir + "\" (" + wanted.string() + ") " +
+          const bool exists = std::filesystem::is_directory(folder, ec);
+          ctx.warn("Dataset \"" + ctx.node().id + "\": data_dir \"" + dir + "\" (" + folder.string() + ") " +
                    (exists ? "has no readable " + name + " " + (train ? "train" : "test") + " files (" + why + ")"
                            : std::string("does not exist")) +
                    "; using " + name + " from " + ds.source + " instead");

@@ -44,10 +44,9 @@ void register_model_saver(NodeRegistry& r) {
   d.cacheable = false;
   r.add(std::move(d), [](NodeContext& ctx) {
     auto model = ctx.input_as<train::ModelPtr>("model");
-    auto path = ctx.param_path("path");
-    if (ctx.param_string("format") == "safetensors") path.replace_extension(".safetensors");
+    const auto path = ctx.output_path("path", "weights file", train::is_weights_file,
+                                      ctx.param_string("format") == "safetensors" ? ".safetensors" : "");
     try {
-      if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
       train::save_weights(path, train::state_dict(*model));
     } catch (const std::exception& e) {
       NodeContext::fail_param("path", e);
@@ -160,7 +159,7 @@ void register_checkpoint_saver(NodeRegistry& r) {
       auto t = l->detach().to(torch::kCPU).to(torch::kDouble).contiguous();
       c.meta["losses"] = std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
     }
-    const auto path = ctx.param_path("path");
+    const auto path = ctx.output_path("path", "checkpoint", train::is_checkpoint_file);
     try {
       train::save_checkpoint(path, c);
     } catch (const std::exception& e) {

@@ -33,7 +33,16 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   // crash or kill interrupted is invisible to the lists and would stay for good.
   stale_temp_files_removed_ = util::remove_stale_temp_files(options_.data_dir);
   inspector_ = std::make_unique<Inspector>(options_.stores);
-  runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir, options_.max_queued_runs);
+  // Nodes read and write inside the data folder and the --allow-path ones;
+  // they read the examples and the packaged data sets.
+  std::vector<util::FileAccess::Root> roots{{options_.data_dir, true, "the data folder"}};
+  if (!options_.examples_dir.empty()) roots.push_back({options_.examples_dir, false, "the examples"});
+  if (!options_.datasets_dir.empty()) roots.push_back({options_.datasets_dir, false, "the packaged data sets"});
+  for (const auto& dir : options_.allowed_paths) roots.push_back({dir, true, "the allowed folder"});
+  RunFiles files{std::make_shared<const util::FileAccess>(std::move(roots)), options_.examples_dir,
+                 options_.data_dir / "outputs"};
+  runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir, options_.max_queued_runs,
+                                 std::move(files));
   ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir,
                                       options_.examples_dir);
   graphs_ = std::make_unique<GraphRoutes>(graphs_dir, options_.examples_dir, registry_);

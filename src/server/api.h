@@ -45,6 +45,10 @@ struct ApiOptions {
   std::filesystem::path data_dir;
   /// Example graphs (`<category>/<name>/graph.json`), served read-only; empty: none.
   std::filesystem::path examples_dir;
+  /// Folders nodes may read and write besides the data folder (`--allow-path`).
+  std::vector<std::filesystem::path> allowed_paths;
+  /// Read-only data sets nodes may read (Debian's packaged MNIST and Fashion-MNIST).
+  std::filesystem::path datasets_dir = "/usr/share/datasets";
   /// The built editor (web/dist), served at `/`; empty: `/` says how to build it.
   std::filesystem::path web_dir;
   /// Host header values accepted (DNS-rebinding protection), e.g. "127.0.0.1:8000".

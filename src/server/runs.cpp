@@ -118,8 +118,12 @@ class Runs::HeadlessRun : public RunListener {
 };
 
 Runs::Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-           fs::path graphs_dir, size_t max_queued)
-    : registry_(registry), inspector_(inspector), graphs_dir_(std::move(graphs_dir)), queues_(workers, max_queued) {}
+           fs::path graphs_dir, size_t max_queued, RunFiles files)
+    : registry_(registry),
+      inspector_(inspector),
+      graphs_dir_(std::move(graphs_dir)),
+      files_(std::move(files)),
+      queues_(workers, max_queued) {}
 
 Runs::~Runs() { shutdown(); }
 
@@ -151,6 +155,13 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
     settings.seed = request.seed;
     if (request.pin_nodes_to_device) settings.device = request.device;
     settings.base_dir = request.base_dir;
+    settings.files = files_.access;
+    if (!files_.examples_dir.empty() && !files_.outputs_dir.empty()) {
+      const fs::path rel = fs::absolute(request.base_dir)
+                               .lexically_normal()
+                               .lexically_relative(fs::absolute(files_.examples_dir).lexically_normal());
+      if (!rel.empty() && *rel.begin() != "..") settings.output_dir = (files_.outputs_dir / rel).lexically_normal();
+    }
     settings.cancel = token;
     settings.observer = listener.get();
     settings.cache = request.cache;

@@ -75,12 +75,21 @@ class RunListener : public Observer {
   virtual void on_run_end(const std::string& run_id, const RunOutcome& outcome) = 0;
 };
 
+/// The folders runs' nodes may use: `access` (null: any); a run of a graph
+/// under `examples_dir` (read-only) writes its relative outputs under
+/// `outputs_dir`/<the example's folder> instead.
+struct RunFiles {
+  std::shared_ptr<const util::FileAccess> access;
+  std::filesystem::path examples_dir;
+  std::filesystem::path outputs_dir;
+};
+
 /// The run queues and what the server keeps of the headless runs it started.
 class Runs {
  public:
   /// `max_queued`: runs that may wait in each worker's queue (0: no limit).
   Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-       std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultMaxWaiting);
+       std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultMaxWaiting, RunFiles files = {});
   /// shutdown(), if not done yet.
   ~Runs();
   Runs(const Runs&) = delete;
@@ -114,6 +123,7 @@ class Runs {
   const NodeRegistry& registry_;
   Inspector& inspector_;
   std::filesystem::path graphs_dir_;
+  RunFiles files_;
   RunQueues queues_;
   mutable std::mutex mutex_;                                ///< guards records_ and what they hold
   std::map<std::string, std::shared_ptr<Record>> records_;  ///< headless runs, by run id

@@ -59,6 +59,12 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
   util::write_file_atomic(path, out);
 }
 
+bool is_checkpoint_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string head(kMagicSize, '\0');
+  return f.read(head.data(), static_cast<std::streamsize>(kMagicSize)) && head == std::string(kMagic, kMagicSize);
+}
+
 Checkpoint load_checkpoint(const std::filesystem::path& path) {
   const std::string where = path.string();
   std::ifstream f(path, std::ios::binary);

@@ -36,4 +36,8 @@ void save_checkpoint(const std::filesystem::path& path, const Checkpoint& checkp
 /// std::runtime_error naming the path, never a crash.
 Checkpoint load_checkpoint(const std::filesystem::path& path);
 
+/// Whether `path` starts as a checkpoint save_checkpoint writes (what
+/// CheckpointSaver may replace).
+bool is_checkpoint_file(const std::filesystem::path& path);
+
 }  // namespace codefy::train

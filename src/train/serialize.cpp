@@ -50,6 +50,18 @@ void save_weights(const fs::path& path, const StateDict& dict) {
   util::write_file_atomic(path, std::string(bytes.begin(), bytes.end()));
 }
 
+bool is_weights_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[9] = {};
+  if (!in.read(reinterpret_cast<char*>(head), sizeof head)) return false;
+  if (head[0] == 'P' && head[1] == 'K' && head[2] == 3 && head[3] == 4) return true;  // zip
+  uint64_t header_size = 0;  // safetensors: a little-endian u64, then the JSON header
+  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | head[i];
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return !ec && head[8] == '{' && header_size >= 2 && header_size <= size - 8;
+}
+
 StateDict load_weights(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error("weights file not found: " + path.string());

@@ -20,4 +20,9 @@ void save_weights(const std::filesystem::path& path, const StateDict& dict);
 /// naming the path on a missing, truncated or foreign file.
 StateDict load_weights(const std::filesystem::path& path);
 
+/// Whether `path` is a weights file of a kind save_weights writes, judged by
+/// its first bytes: a zip archive (PyTorch's .pt) or a safetensors header.
+/// What ModelSaver may replace.
+bool is_weights_file(const std::filesystem::path& path);
+
 }  // namespace codefy::train

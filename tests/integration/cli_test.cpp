@@ -274,11 +274,12 @@ TEST(Cli, ServeTakesWorkersAndBudgetsFromFlagsAndAConfigFile) {
   const auto dir = temp_dir("serve");
   write_json_file(dir / "config.json", {{"workers", {{"main", {"cpu"}}}}, {"memory_budget_mb", {{"cpu", 512}}}});
   const std::string data = " --port 0 --data-dir " + (dir / "data").string();
-  // Serves until SIGTERM (from `timeout`; --foreground: one signal, not a second to the group), then stops
+  // Serves until SIGTERM (from `timeout`, late enough for a loaded machine to have installed the handler;
+  // --foreground: one signal, not a second to the group), then stops
   // cleanly; the banner lists the workers.
   const auto served =
       run_codefy("serve" + data + " --config " + (dir / "config.json").string() + " --device-budget-mb cpu=256",
-                 "LC_ALL=C timeout --foreground --preserve-status -s TERM 3");
+                 "LC_ALL=C timeout --foreground --preserve-status -s TERM 6");
   EXPECT_EQ(served.exit_code, 0) << served.output;
   EXPECT_NE(served.output.find("worker main: cpu (budget 256 MB)"), std::string::npos) << served.output;
   // The session token for scripts: owner-only, 64 hex digits.
