@@ -56,6 +56,25 @@ describe('coerceParam', () => {
     expect(coerceParam(title, '  loss  ')).toEqual({ ok: true, value: '  loss  ' });
     expect(coerceParam(modelPath, 'weights.safetensors')).toEqual({ ok: true, value: 'weights.safetensors' });
   });
+
+  // TensorInput's `values` (CodefyUI's TENSOR_GRID): a nested list typed as JSON in the side panel.
+  const grid: ParamDefinition = {
+    name: 'values',
+    param_type: 'tensor_grid',
+    default: null,
+    description: '',
+    options: [],
+    min_value: null,
+    max_value: null,
+  };
+
+  it('tensor_grid: a nested list of numbers, or nothing', () => {
+    expect(coerceParam(grid, '[[1, 2], [3, 4.5]]')).toEqual({ ok: true, value: [[1, 2], [3, 4.5]] });
+    expect(coerceParam(grid, ' ')).toEqual({ ok: true, value: null });
+    expect(coerceParam(grid, '[[1, 2], [3')).toEqual({ ok: false, error: 'Expected a nested list of numbers, e.g. [[1, 2], [3, 4]].' });
+    expect(coerceParam(grid, '[["a"]]')).toEqual({ ok: false, error: 'Expected a nested list of numbers, e.g. [[1, 2], [3, 4]].' });
+    expect(widgetOf(grid, [[1, 2]])).toBe('longtext');
+  });
 });
 
 describe('checkParamValue (the server’s check_param_value)', () => {

@@ -4,7 +4,7 @@
 /** A port's type, CodefyUI's spelling ("TENSOR", "LOSS_FN", "TRIGGER"...). */
 export type DataType = string;
 
-export type ParamType = 'int' | 'float' | 'string' | 'bool' | 'select' | 'model_file' | 'data_file';
+export type ParamType = 'int' | 'float' | 'string' | 'bool' | 'select' | 'model_file' | 'data_file' | 'tensor_grid';
 
 export interface PortDefinition {
   name: string;

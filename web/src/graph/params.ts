@@ -34,6 +34,8 @@ export function widgetOf(def: ParamDefinition, value: unknown): ParamWidget {
       return 'select';
     case 'model_file':
       return 'model_file';
+    case 'tensor_grid':
+      return 'longtext';
     default: {
       const s = typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value);
       return s.length > LONG_TEXT || /^\s*[[{]/.test(s) ? 'longtext' : 'text';
@@ -45,6 +47,13 @@ export function widgetOf(def: ParamDefinition, value: unknown): ParamWidget {
 export function effectiveValue(def: ParamDefinition, params: Record<string, unknown>): unknown {
   const v = params[def.name];
   return v === undefined || v === null ? def.default : v;
+}
+
+/** A tensor_grid value: a number or bool, or a (nested) list of them. */
+function isGrid(value: unknown): boolean {
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value === 'boolean') return true;
+  return Array.isArray(value) && value.every(isGrid);
 }
 
 const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
@@ -73,6 +82,10 @@ export function checkParamValue(def: ParamDefinition, value: unknown): string | 
       if (typeof value !== 'string') return t('param.expectOption');
       if (!isDeviceParam(def) && def.options.length > 0 && !def.options.includes(value))
         return t('param.notAnOption', { value, options: def.options.join(', ') });
+      break;
+    case 'tensor_grid':
+      // A nested list of numbers, or none (the server also takes the list as text).
+      if (value !== null && typeof value !== 'string' && !isGrid(value)) return t('param.expectGrid');
       break;
     default:
       if (typeof value !== 'string') return t('param.expectText');
@@ -107,6 +120,19 @@ export function coerceParam(def: ParamDefinition, input: string | boolean): Coer
       const v = Number(s);
       if (def.param_type === 'int' && !Number.isSafeInteger(v)) return { ok: false, error: t('param.expectInt') };
       value = v;
+      break;
+    }
+    case 'tensor_grid': {
+      const s = String(input).trim();
+      if (s === '') {
+        value = null;
+        break;
+      }
+      try {
+        value = JSON.parse(s);
+      } catch {
+        return { ok: false, error: t('param.expectGrid') };
+      }
       break;
     }
     default:

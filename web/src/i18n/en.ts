@@ -71,6 +71,7 @@ export const en = {
   'param.expectBool': 'Expected true or false.',
   'param.expectOption': 'Expected one of the options.',
   'param.notAnOption': '“{value}” is not one of the options ({options}).',
+  'param.expectGrid': 'Expected a nested list of numbers, e.g. [[1, 2], [3, 4]].',
   'param.expectText': 'Expected text.',
   'param.belowMin': '{value} is below the minimum {min}.',
   'param.aboveMax': '{value} is above the maximum {max}.',

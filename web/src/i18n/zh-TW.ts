@@ -74,6 +74,7 @@ export const zhTW: Messages = {
   'param.expectBool': '需要 true 或 false。',
   'param.expectOption': '需要是其中一個選項。',
   'param.notAnOption': '「{value}」不是選項之一（{options}）。',
+  'param.expectGrid': '需要巢狀的數字串列，例如 [[1, 2], [3, 4]]。',
   'param.expectText': '需要文字。',
   'param.belowMin': '{value} 小於最小值 {min}。',
   'param.aboveMax': '{value} 大於最大值 {max}。',
