@@ -1,0 +1,238 @@
+// DDP end to end: the codefy program starts two ranks (real processes, Gloo
+// over loopback) and lands on the weights one process reaches with the
+// combined batch; faults and Stop end every rank.
+#include "../engine/test_support.h"
+#include "train/serialize.h"
+
+#include <torch/torch.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <regex>
+
+namespace codefy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::mlp_training_graph;
+using testing::run_codefy;
+using testing::temp_dir;
+
+/// A tiny classification run that saves its weights to `weights`.
+nlohmann::json tiny_graph(const std::string& optimizer, int64_t batch, int64_t accumulate, int64_t epochs,
+                          int64_t samples, const std::filesystem::path& weights) {
+  nlohmann::json opt = {{"type", optimizer}, {"lr", optimizer == "SGD" ? 0.1 : 0.01}};
+  if (optimizer == "SGD") opt["momentum"] = 0.9;
+  nlohmann::json g = mlp_training_graph(
+      "ddp", 2, 16, 3, {{"n_samples", samples}, {"n_features", 2}, {"n_classes", 3}, {"seed", 5}},
+      {{"batch_size", batch}, {"shuffle", true}}, opt,
+      {{"epochs", epochs}, {"strategy", "ddp"}, {"device", "cpu"}, {"accumulate_steps", accumulate}});
+  g["nodes"].push_back({{"id", "save"},
+                        {"type", "ModelSaver"},
+                        {"data", {{"params", {{"path", weights.string()}}}}}});
+  g["edges"].push_back({{"source", "train"}, {"sourceHandle", "model"}, {"target", "save"},
+                        {"targetHandle", "model"}, {"type", "data"}});
+  return g;
+}
+
+std::string write_graph(const std::filesystem::path& dir, const std::string& name, const nlohmann::json& g) {
+  const auto path = dir / (name + ".json");
+  std::ofstream(path) << g.dump();
+  return path.string();
+}
+
+/// The TrainingLoop's metrics from a --json run's execution_complete line.
+nlohmann::json train_metrics(const std::string& output) {
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.find("\"execution_complete\"") != std::string::npos)
+      return nlohmann::json::parse(line)["results"]["train"];
+  return nullptr;
+}
+
+/// Largest |a - b| over max|b| across the tensors of two weight files.
+double weight_difference(const std::filesystem::path& a, const std::filesystem::path& b) {
+  const auto wa = train::load_weights(a), wb = train::load_weights(b);
+  EXPECT_EQ(wa.size(), wb.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i) {
+    EXPECT_EQ(wa[i].first, wb[i].first);
+    const double scale = std::max(wb[i].second.abs().max().item<double>(), 1e-6);
+    worst = std::max(worst, (wa[i].second - wb[i].second).abs().max().item<double>() / scale);
+  }
+  return worst;
+}
+
+struct Exactness {
+  const char* optimizer;
+  int64_t ddp_batch;
+  int64_t accumulate;
+};
+
+class DdpExactness : public ::testing::TestWithParam<Exactness> {};
+
+// R-DDP-3, R-DDP-4: 2 ranks x batch b x accumulate a == 1 process x batch 2ab.
+TEST_P(DdpExactness, TwoRanksLandOnTheWeightsOfOneProcessWithTheCombinedBatch) {
+  const Exactness& c = GetParam();
+  const auto dir = temp_dir("ddp_exact");
+  const int64_t epochs = 3, samples = 96, combined = 2 * c.ddp_batch * c.accumulate;
+  const auto one = run_codefy(
+      "run " + write_graph(dir, "one", tiny_graph(c.optimizer, combined, 1, epochs, samples, dir / "one.pt")) +
+      " --json --threads 1");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto two = run_codefy("run " +
+                              write_graph(dir, "two",
+                                          tiny_graph(c.optimizer, c.ddp_batch, c.accumulate, epochs, samples,
+                                                     dir / "two.pt")) +
+                              " --json --nproc-per-node 2 --threads 1 --dist-timeout 20");
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_LE(weight_difference(dir / "two.pt", dir / "one.pt"), 1e-5);
+
+  const nlohmann::json m1 = train_metrics(one.output), m2 = train_metrics(two.output);
+  ASSERT_TRUE(m1.is_object() && m2.is_object()) << two.output;
+  EXPECT_EQ(m1["strategy"], "single");
+  EXPECT_EQ(m2["strategy"], "ddp");
+  EXPECT_EQ(m2["world_size"], 2);
+  EXPECT_EQ(m2["backend"], "gloo");
+  EXPECT_EQ(m2["effective_batch_size"], combined);
+  const int64_t updates = epochs * samples / combined;
+  EXPECT_EQ(m1["total_steps"], updates);
+  EXPECT_EQ(m2["total_steps"], updates);
+  EXPECT_EQ(m2["total_batches"], updates * c.accumulate);
+  // One gradient all-reduce per update, never per micro-batch; one bucket each here.
+  EXPECT_EQ(m2["ddp"]["gradient_reductions"], updates);
+  EXPECT_EQ(m2["ddp"]["bucket_all_reduces"], updates);
+  const int64_t gradient_bytes = (2 * 16 + 16 + 16 * 3 + 3) * 4;
+  EXPECT_EQ(m2["ddp"]["bytes_per_reduction"], gradient_bytes);
+  // The epoch loss is the mean over the ranks: the combined batch's mean.
+  EXPECT_TRUE(testing::close_to_pytorch(m2["final_train_loss"].get<double>(), m1["final_train_loss"].get<double>(),
+                                        "final train loss", 1e-7));
+  // Only rank 0 reports: one config event.
+  EXPECT_EQ(std::count(two.output.begin(), two.output.end(), '\n') > 0, true);
+  std::regex config("\"event\":\"config\"");
+  EXPECT_EQ(std::distance(std::sregex_iterator(two.output.begin(), two.output.end(), config), std::sregex_iterator()),
+            1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, DdpExactness,
+                         ::testing::Values(Exactness{"SGD", 16, 1}, Exactness{"Adam", 16, 1},
+                                           Exactness{"SGD", 4, 4}),
+                         [](const auto& info) {
+                           return std::string(info.param.optimizer) + "_batch" +
+                                  std::to_string(info.param.ddp_batch) + "_accumulate" +
+                                  std::to_string(info.param.accumulate);
+                         });
+
+// R-DDP-6: ddp without a second rank trains in one process and says why.
+TEST(Ddp, AWorldOfOneFallsBackWithAWarning) {
+  const auto dir = temp_dir("ddp_one");
+  const auto r = run_codefy("run " + write_graph(dir, "g", tiny_graph("SGD", 32, 1, 1, 32, dir / "w.pt")) +
+                            " --json --nproc-per-node 1 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("world of 1 process"), std::string::npos) << r.output;
+  EXPECT_EQ(train_metrics(r.output)["strategy"], "single");
+}
+
+/// A launcher running in the background, its stdout and stderr in one pipe.
+struct Launched {
+  pid_t pid = -1;
+  FILE* out = nullptr;
+  std::string output;
+  /// Reads lines until one contains `text`; false at end of output.
+  bool read_until(const std::string& text) {
+    char line[65536];
+    while (fgets(line, sizeof line, out)) {
+      output += line;
+      if (std::string(line).find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+  /// Reads to the end and reaps; returns the exit status.
+  int finish() {
+    read_until("\x01never\x01");
+    fclose(out);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return status;
+  }
+};
+
+Launched launch(const std::string& graph, int timeout_s) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe");
+  Launched l;
+  l.pid = fork();
+  if (l.pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    const std::string timeout = std::to_string(timeout_s);
+    execl(CODEFY_BINARY, CODEFY_BINARY, "run", graph.c_str(), "--json", "--nproc-per-node", "2", "--threads", "1",
+          "--dist-timeout", timeout.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  l.out = fdopen(fds[0], "r");
+  return l;
+}
+
+/// The ranks' pids from the launcher's "started rank 0 (pid N), rank 1 (pid M)" line.
+std::vector<pid_t> rank_pids(const std::string& output) {
+  std::vector<pid_t> pids;
+  std::regex started("rank \\d+ \\(pid (\\d+)\\)");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), started); it != std::sregex_iterator(); ++it)
+    pids.push_back(std::stoi((*it)[1]));
+  return pids;
+}
+
+bool gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+nlohmann::json long_graph(const std::filesystem::path& dir) {
+  return tiny_graph("SGD", 8, 1, 100000, 512, dir / "w.pt");
+}
+
+TEST(DdpFaults, KillingRank1StopsRank0NamingIt) {
+  const auto dir = temp_dir("ddp_kill");
+  Launched l = launch(write_graph(dir, "long", long_graph(dir)), 5);
+  ASSERT_TRUE(l.read_until("started rank 0")) << l.output;
+  const auto pids = rank_pids(l.output);
+  ASSERT_EQ(pids.size(), 2u) << l.output;
+  ASSERT_TRUE(l.read_until("\"event\":\"epoch\"")) << l.output;  // training is under way
+  const auto killed_at = Clock::now();
+  kill(pids[1], SIGKILL);
+  const int status = l.finish();
+  const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << l.output;
+  EXPECT_LT(seconds, 5 + 10) << "the ranks outlived the timeout";
+  // The launcher names the dead rank; rank 0 fails on its own, naming it too.
+  EXPECT_NE(l.output.find("rank 1 (pid " + std::to_string(pids[1]) + ") was killed by signal 9"), std::string::npos)
+      << l.output;
+  EXPECT_NE(l.output.find("rank 1 stopped answering"), std::string::npos) << l.output;
+  EXPECT_NE(l.output.find("rank 0 failed in "), std::string::npos) << l.output;
+  for (pid_t p : pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
+}
+
+TEST(DdpFaults, StopEndsEveryRank) {
+  const auto dir = temp_dir("ddp_stop");
+  Launched l = launch(write_graph(dir, "long", long_graph(dir)), 20);
+  ASSERT_TRUE(l.read_until("started rank 0")) << l.output;
+  const auto pids = rank_pids(l.output);
+  ASSERT_TRUE(l.read_until("\"event\":\"epoch\"")) << l.output;
+  const auto stopped_at = Clock::now();
+  kill(l.pid, SIGINT);  // as Ctrl-C on the launcher's terminal
+  const int status = l.finish();
+  EXPECT_TRUE(WIFEXITED(status)) << l.output;
+  EXPECT_EQ(WEXITSTATUS(status), 5) << l.output;  // stopped
+  EXPECT_NE(l.output.find("execution_stopped"), std::string::npos) << l.output;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - stopped_at).count(), 10.0);
+  for (pid_t p : pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
+}
+
+}  // namespace
+}  // namespace codefy
