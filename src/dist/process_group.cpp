@@ -114,6 +114,16 @@ struct ProcessGroup::State {
   // Counters of the gradient reductions.
   int64_t reductions = 0, bucket_all_reduces = 0, bytes = 0;
   double seconds = 0.0;
+
+  /// Stops and joins the heartbeat (also when the constructor failed after starting it).
+  ~State() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    wake.notify_all();
+    if (beat.joinable()) beat.join();
+  }
 };
 
 ProcessGroup::ProcessGroup(const WorldInfo& world, const ProcessGroupOptions& options)
@@ -152,14 +162,13 @@ ProcessGroup::ProcessGroup(const WorldInfo& world, const ProcessGroupOptions& op
   so.port = state_->store->getPort();
   state_->beat_store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, so);
   state_->beat_store->set(beat_key(world_.rank), std::vector<uint8_t>{'0', '|'});
-  state_->beat = std::thread([this] {
-    State& s = *state_;
+  state_->beat = std::thread([&s = *state_, rank = world_.rank] {
     std::unique_lock<std::mutex> lock(s.mutex);
     while (!s.stopping) {
       const std::string value = std::to_string(++s.beats) + "|" + s.activity;
       lock.unlock();
       try {
-        s.beat_store->set(beat_key(world_.rank), std::vector<uint8_t>(value.begin(), value.end()));
+        s.beat_store->set(beat_key(rank), std::vector<uint8_t>(value.begin(), value.end()));
       } catch (const std::exception&) {
         // The store's host is gone; the next collective says so.
       }
@@ -195,14 +204,7 @@ ProcessGroup::ProcessGroup(const WorldInfo& world, const ProcessGroupOptions& op
   set_activity("ready");
 }
 
-ProcessGroup::~ProcessGroup() {
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->wake.notify_all();
-  if (state_->beat.joinable()) state_->beat.join();
-}
+ProcessGroup::~ProcessGroup() = default;
 
 void ProcessGroup::set_activity(const std::string& activity) {
   std::lock_guard<std::mutex> lock(state_->mutex);
