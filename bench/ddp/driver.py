@@ -58,9 +58,10 @@ def main():
             paths[name] = os.path.join(tmp, name + ".json")
             with open(paths[name], "w") as f:
                 json.dump(graph(batch, a.epochs), f)
-        rows = {"1 process x 2 threads": [], "2 ranks x 1 thread": []}
+        rows = {"1 process x 2 threads": [], "1 process x 1 thread": [], "2 ranks x 1 thread": []}
         for _ in range(a.repeats):
             rows["1 process x 2 threads"].append(run([paths["one"], "--threads", "2"]))
+            rows["1 process x 1 thread"].append(run([paths["one"], "--threads", "1"]))
             rows["2 ranks x 1 thread"].append(run([paths["two"], "--nproc-per-node", "2", "--threads", "1"]))
     print("| | samples/s (median of %d) | all-reduce per update | bytes per update |" % a.repeats)
     print("| --- | --- | --- | --- |")

@@ -129,6 +129,64 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, DdpExactness,
                                   std::to_string(info.param.accumulate);
                          });
 
+/// `g` with a CheckpointSaver of the trained model, optimizer and metrics.
+nlohmann::json with_checkpoint_saver(nlohmann::json g, const std::filesystem::path& checkpoint) {
+  g["nodes"].push_back({{"id", "ckpt"}, {"type", "CheckpointSaver"},
+                        {"data", {{"params", {{"path", checkpoint.string()}}}}}});
+  for (const char* port : {"model", "optimizer", "metrics"})
+    g["edges"].push_back({{"source", "train"}, {"sourceHandle", port}, {"target", "ckpt"},
+                          {"targetHandle", port}, {"type", "data"}});
+  return g;
+}
+
+/// `g` resuming from `checkpoint`: mlp and opt go through a CheckpointLoader
+/// whose model, optimizer and resume_state feed the TrainingLoop.
+nlohmann::json resuming_from(nlohmann::json g, const std::filesystem::path& checkpoint) {
+  g["nodes"].push_back({{"id", "load"}, {"type", "CheckpointLoader"},
+                        {"data", {{"params", {{"path", checkpoint.string()}}}}}});
+  nlohmann::json edges = nlohmann::json::array();
+  for (const auto& e : g["edges"])
+    if (!(e["target"] == "train" && (e["targetHandle"] == "model" || e["targetHandle"] == "optimizer")))
+      edges.push_back(e);
+  auto edge = [](const char* s, const char* sh, const char* t, const char* th) {
+    return nlohmann::json{{"source", s}, {"sourceHandle", sh}, {"target", t}, {"targetHandle", th}, {"type", "data"}};
+  };
+  for (const auto& e : {edge("mlp", "model", "load", "model"), edge("opt", "optimizer", "load", "optimizer"),
+                        edge("load", "model", "train", "model"), edge("load", "optimizer", "train", "optimizer"),
+                        edge("load", "resume_state", "train", "resume_state")})
+    edges.push_back(e);
+  g["edges"] = edges;
+  return g;
+}
+
+// Resume across world sizes: the checkpoint keeps the epoch, counters and
+// seeds; the next epoch's order is the same whatever the world size, so 2
+// ranks x batch 16 for two epochs, then 1 process x batch 32 for the third
+// (and the other way round), land on one uninterrupted run's weights.
+TEST(Ddp, ResumesWithAnotherWorldSize) {
+  const auto dir = temp_dir("ddp_resume");
+  const std::string one = " --json --threads 1", two = " --json --threads 1 --nproc-per-node 2 --dist-timeout 20";
+  const auto full = run_codefy("run " + write_graph(dir, "full", tiny_graph("Adam", 32, 1, 3, 96, dir / "full.pt")) + one);
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  struct Leg {
+    const char* name;
+    int64_t first_batch, second_batch;
+    std::string first_flags, second_flags;
+  };
+  for (const Leg& leg : {Leg{"ddp_then_single", 16, 32, two, one}, Leg{"single_then_ddp", 32, 16, one, two}}) {
+    const auto ckpt = dir / (std::string(leg.name) + ".ckpt");
+    const auto part1 = with_checkpoint_saver(tiny_graph("Adam", leg.first_batch, 1, 2, 96, dir / "p1.pt"), ckpt);
+    const auto r1 = run_codefy("run " + write_graph(dir, std::string(leg.name) + "1", part1) + leg.first_flags);
+    ASSERT_EQ(r1.exit_code, 0) << r1.output;
+    const auto weights = dir / (std::string(leg.name) + ".pt");
+    const auto part2 = resuming_from(tiny_graph("Adam", leg.second_batch, 1, 3, 96, weights), ckpt);
+    const auto r2 = run_codefy("run " + write_graph(dir, std::string(leg.name) + "2", part2) + leg.second_flags);
+    ASSERT_EQ(r2.exit_code, 0) << r2.output;
+    EXPECT_EQ(train_metrics(r2.output)["total_steps"], 9) << leg.name;
+    EXPECT_LE(weight_difference(weights, dir / "full.pt"), 1e-5) << leg.name;
+  }
+}
+
 // R-DDP-6: ddp without a second rank trains in one process and says why.
 TEST(Ddp, AWorldOfOneFallsBackWithAWarning) {
   const auto dir = temp_dir("ddp_one");
@@ -215,6 +273,25 @@ TEST(DdpFaults, KillingRank1StopsRank0NamingIt) {
       << l.output;
   EXPECT_NE(l.output.find("rank 1 stopped answering"), std::string::npos) << l.output;
   EXPECT_NE(l.output.find("rank 0 failed in "), std::string::npos) << l.output;
+  for (pid_t p : pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
+}
+
+TEST(DdpFaults, AHungRank1FailsRank0WithinTheTimeoutNamingIt) {
+  const auto dir = temp_dir("ddp_hang");
+  Launched l = launch(write_graph(dir, "long", long_graph(dir)), 4);
+  ASSERT_TRUE(l.read_until("started rank 0")) << l.output;
+  const auto pids = rank_pids(l.output);
+  ASSERT_EQ(pids.size(), 2u) << l.output;
+  ASSERT_TRUE(l.read_until("\"event\":\"epoch\"")) << l.output;
+  const auto stopped_at = Clock::now();
+  kill(pids[1], SIGSTOP);  // alive but silent, as a rank stuck in a system call
+  const int status = l.finish();
+  const double seconds = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << l.output;
+  // Rank 0 waits out the 4 s timeout, names the silent rank; the launcher then
+  // gives the rest its grace and kills the stopped rank.
+  EXPECT_LT(seconds, 4 + 4 + 3 + 15) << l.output;
+  EXPECT_NE(l.output.find("rank 1 stopped answering"), std::string::npos) << l.output;
   for (pid_t p : pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
 }
 
