@@ -255,60 +255,68 @@ nlohmann::json long_graph(const std::filesystem::path& dir) {
   return tiny_graph("SGD", 8, 1, 100000, 512, dir / "w.pt");
 }
 
+/// How a long two-rank run ended after a signal.
+struct Signalled {
+  std::string output;
+  std::vector<pid_t> pids;  ///< the ranks'
+  int status = 0;           ///< the launcher's wait status
+  double seconds = -1;      ///< from the signal to the launcher's exit
+};
+
+/// Launches a long two-rank run with `timeout_s` and, once training is under
+/// way, sends `signal` to rank `rank` (-1: to the launcher), then reads to the end.
+Signalled signal_during_training(const std::string& tag, int timeout_s, int rank, int signal) {
+  const auto dir = temp_dir(tag);
+  Launched l = launch(write_graph(dir, "long", long_graph(dir)), timeout_s);
+  Signalled s;
+  const bool started = l.read_until("started rank 0");
+  s.pids = rank_pids(l.output);
+  if (started && s.pids.size() == 2 && l.read_until("\"event\":\"epoch\"")) {
+    const auto at = Clock::now();
+    kill(rank < 0 ? l.pid : s.pids[static_cast<size_t>(rank)], signal);
+    s.status = l.finish();
+    s.seconds = std::chrono::duration<double>(Clock::now() - at).count();
+  } else {
+    kill(l.pid, SIGKILL);  // its ranks die with it
+    s.status = l.finish();
+    ADD_FAILURE() << "training never got under way: " << l.output;
+  }
+  s.output = l.output;
+  return s;
+}
+
 TEST(DdpFaults, KillingRank1StopsRank0NamingIt) {
-  const auto dir = temp_dir("ddp_kill");
-  Launched l = launch(write_graph(dir, "long", long_graph(dir)), 5);
-  ASSERT_TRUE(l.read_until("started rank 0")) << l.output;
-  const auto pids = rank_pids(l.output);
-  ASSERT_EQ(pids.size(), 2u) << l.output;
-  ASSERT_TRUE(l.read_until("\"event\":\"epoch\"")) << l.output;  // training is under way
-  const auto killed_at = Clock::now();
-  kill(pids[1], SIGKILL);
-  const int status = l.finish();
-  const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << l.output;
-  EXPECT_LT(seconds, 5 + 10) << "the ranks outlived the timeout";
+  const Signalled s = signal_during_training("ddp_kill", 5, 1, SIGKILL);
+  ASSERT_EQ(s.pids.size(), 2u) << s.output;
+  EXPECT_TRUE(WIFEXITED(s.status) && WEXITSTATUS(s.status) != 0) << s.output;
+  EXPECT_LT(s.seconds, 5 + 10) << "the ranks outlived the timeout";
   // The launcher names the dead rank; rank 0 fails on its own, naming it too.
-  EXPECT_NE(l.output.find("rank 1 (pid " + std::to_string(pids[1]) + ") was killed by signal 9"), std::string::npos)
-      << l.output;
-  EXPECT_NE(l.output.find("rank 1 stopped answering"), std::string::npos) << l.output;
-  EXPECT_NE(l.output.find("rank 0 failed in "), std::string::npos) << l.output;
-  for (pid_t p : pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
+  EXPECT_NE(s.output.find("rank 1 (pid " + std::to_string(s.pids[1]) + ") was killed by signal 9"), std::string::npos)
+      << s.output;
+  EXPECT_NE(s.output.find("rank 1 stopped answering"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("rank 0 failed in "), std::string::npos) << s.output;
+  for (pid_t p : s.pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
 }
 
 TEST(DdpFaults, AHungRank1FailsRank0WithinTheTimeoutNamingIt) {
-  const auto dir = temp_dir("ddp_hang");
-  Launched l = launch(write_graph(dir, "long", long_graph(dir)), 4);
-  ASSERT_TRUE(l.read_until("started rank 0")) << l.output;
-  const auto pids = rank_pids(l.output);
-  ASSERT_EQ(pids.size(), 2u) << l.output;
-  ASSERT_TRUE(l.read_until("\"event\":\"epoch\"")) << l.output;
-  const auto stopped_at = Clock::now();
-  kill(pids[1], SIGSTOP);  // alive but silent, as a rank stuck in a system call
-  const int status = l.finish();
-  const double seconds = std::chrono::duration<double>(Clock::now() - stopped_at).count();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << l.output;
-  // Rank 0 waits out the 4 s timeout, names the silent rank; the launcher then
-  // gives the rest its grace and kills the stopped rank.
-  EXPECT_LT(seconds, 4 + 4 + 3 + 15) << l.output;
-  EXPECT_NE(l.output.find("rank 1 stopped answering"), std::string::npos) << l.output;
-  for (pid_t p : pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
+  // SIGSTOP: alive but silent, as a rank stuck in a system call.
+  const Signalled s = signal_during_training("ddp_hang", 4, 1, SIGSTOP);
+  ASSERT_EQ(s.pids.size(), 2u) << s.output;
+  EXPECT_TRUE(WIFEXITED(s.status) && WEXITSTATUS(s.status) != 0) << s.output;
+  // Rank 0 waits out the 4 s timeout and names the silent rank; the launcher
+  // then gives the rest its grace (4 s) and kills the stopped rank (3 s later).
+  EXPECT_LT(s.seconds, 4 + 4 + 3 + 15) << s.output;
+  EXPECT_NE(s.output.find("rank 1 stopped answering"), std::string::npos) << s.output;
+  for (pid_t p : s.pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
 }
 
 TEST(DdpFaults, StopEndsEveryRank) {
-  const auto dir = temp_dir("ddp_stop");
-  Launched l = launch(write_graph(dir, "long", long_graph(dir)), 20);
-  ASSERT_TRUE(l.read_until("started rank 0")) << l.output;
-  const auto pids = rank_pids(l.output);
-  ASSERT_TRUE(l.read_until("\"event\":\"epoch\"")) << l.output;
-  const auto stopped_at = Clock::now();
-  kill(l.pid, SIGINT);  // as Ctrl-C on the launcher's terminal
-  const int status = l.finish();
-  EXPECT_TRUE(WIFEXITED(status)) << l.output;
-  EXPECT_EQ(WEXITSTATUS(status), 5) << l.output;  // stopped
-  EXPECT_NE(l.output.find("execution_stopped"), std::string::npos) << l.output;
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - stopped_at).count(), 10.0);
-  for (pid_t p : pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
+  const Signalled s = signal_during_training("ddp_stop", 20, -1, SIGINT);  // Ctrl-C on the launcher's terminal
+  EXPECT_TRUE(WIFEXITED(s.status)) << s.output;
+  EXPECT_EQ(WEXITSTATUS(s.status), 5) << s.output;  // stopped
+  EXPECT_NE(s.output.find("execution_stopped"), std::string::npos) << s.output;
+  EXPECT_LT(s.seconds, 10.0);
+  for (pid_t p : s.pids) EXPECT_TRUE(gone(p)) << "pid " << p << " is still running";
 }
 
 }  // namespace
