@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev            # LibTorch 1.13.1 (CPU): the tensor and autograd engine
+  libgloo-dev             # Gloo's headers: LibTorch's c10d (Gloo built in) needs them for strategy ddp
   libopenblas0-openmp     # optimized BLAS behind libblas.so.3 (the reference BLAS is ~27x slower)
   nlohmann-json3-dev      # graph.json parsing and writing (header-only)
   libcli11-dev            # command-line parsing (header-only)

@@ -4,6 +4,8 @@
 #include "device/catalogue.h"
 #include "device/memory.h"
 #include "device/runtime.h"
+#include "dist/launcher.h"
+#include "dist/process_group.h"
 #include "engine/executor.h"
 #include "graph/validate.h"
 #include "nodes/library.h"
@@ -14,11 +16,13 @@
 #include "util/text.h"
 
 #include <pthread.h>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -128,13 +132,26 @@ int validate_graph(const std::string& path, bool json) {
 
 int run_graph(const RunCommand& cmd) {
   Printer printer(Printer::detect(cmd.json));
+  // A rank of a data-parallel world (torchrun's variables): only rank 0
+  // reports; the others say only why they failed, naming themselves.
+  std::optional<dist::WorldInfo> world;
+  try {
+    world = dist::WorldInfo::from_env();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitUsage;
+  }
+  const bool quiet = world && world->rank != 0;
+  const std::string who = world && world->world_size > 1 ? "rank " + std::to_string(world->rank) + ": " : "";
   auto report_error = [&](const char* kind, const std::string& message, const nlohmann::json& extra, int code) {
-    if (cmd.json) {
+    if (quiet) {
+      std::fprintf(stderr, "%serror: %s\n", who.c_str(), message.c_str());
+    } else if (cmd.json) {
       nlohmann::json e = {{"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code}};
       e.update(extra);
       printer.emit_json(e);
     } else {
-      std::fprintf(stderr, "error: %s\n", message.c_str());
+      std::fprintf(stderr, "%serror: %s\n", who.c_str(), message.c_str());
     }
     return code;
   };
@@ -156,7 +173,8 @@ int run_graph(const RunCommand& cmd) {
   }
   const int threads = device::configure_threads(cmd.threads);
   const auto blas = device::blas_info();
-  if (cmd.json) {
+  if (quiet) {
+  } else if (cmd.json) {
     printer.emit_json({{"event", "execution_start"},
                        {"graph", prepared.graph.name},
                        {"nodes", prepared.plan.order},
@@ -186,9 +204,23 @@ int run_graph(const RunCommand& cmd) {
   }
   settings.base_dir = prepared.graph.base_dir;
   settings.cancel = current_token();
-  settings.observer = &printer;
+  settings.observer = quiet ? nullptr : &printer;
+  if (world) {
+    // Join the world before the graph runs. NCCL (CUDA builds that have it)
+    // puts rank r on its machine's card LOCAL_RANK; else Gloo.
+    dist::ProcessGroupOptions options;
+    const bool cuda = settings.device.rfind("cuda", 0) == 0;
+    options.backend = dist::default_backend(cuda ? "cuda" : "cpu");
+    if (cuda && options.backend == "nccl") settings.device = "cuda:" + std::to_string(world->local_rank);
+    try {
+      settings.data_parallel = std::make_shared<dist::ProcessGroup>(*world, options);
+    } catch (const std::exception& e) {
+      return report_error("distributed", e.what(), {{"rank", world->rank}}, kExitRuntimeError);
+    }
+  }
   try {
     RunResult result = Executor(nodes::builtin()).run(prepared, settings);
+    if (quiet) return kExitOk;
     write_artifacts(prepared, result, cmd.out_dir, printer);
     const auto results = results_json(prepared, result);
     if (cmd.json) {
@@ -203,10 +235,12 @@ int run_graph(const RunCommand& cmd) {
     }
     return kExitOk;
   } catch (const Cancelled&) {
-    if (cmd.json)
+    if (quiet) {
+    } else if (cmd.json) {
       printer.emit_json({{"event", "execution_stopped"}, {"exit_code", kExitStopped}});
-    else
+    } else {
       std::fprintf(stderr, "stopped\n");
+    }
     return kExitStopped;
   } catch (const NodeOOMError& e) {
     return report_error("out_of_memory", e.what(),
@@ -219,6 +253,45 @@ int run_graph(const RunCommand& cmd) {
   } catch (const std::exception& e) {
     return report_error("error", e.what(), {}, kExitRuntimeError);
   }
+}
+
+int launch_run(const RunCommand& cmd) {
+  dist::LaunchOptions o;
+  o.nproc_per_node = cmd.nproc_per_node;
+  o.nnodes = cmd.nnodes;
+  o.node_rank = cmd.node_rank;
+  o.master_addr = cmd.master_addr;
+  o.master_port = cmd.master_port;
+  o.timeout = std::chrono::seconds(cmd.dist_timeout_s);
+  // Every rank runs this command without the launcher's flags; the CPUs are
+  // shared out among this machine's ranks unless --threads says otherwise.
+  const int threads = cmd.threads > 0 ? cmd.threads
+                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                                                        cmd.nproc_per_node);
+  o.argv = {cmd.program, "run", cmd.graph_path, "--seed", std::to_string(cmd.seed), "--threads",
+            std::to_string(threads), "--out", cmd.out_dir};
+  if (!cmd.device.empty()) o.argv.insert(o.argv.end(), {"--device", cmd.device});
+  if (cmd.json) o.argv.push_back("--json");
+  if (cmd.memory_budget_mb >= 0) o.argv.insert(o.argv.end(), {"--memory-budget-mb", std::to_string(cmd.memory_budget_mb)});
+  o.stop_requested = [] { return current_token().cancelled(); };
+  o.report = [&cmd](const std::string& line) {
+    if (cmd.json)
+      std::printf("%s\n", nlohmann::json{{"event", "launcher"}, {"message", line}}.dump().c_str());
+    else
+      std::fprintf(stderr, "launcher: %s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  std::fflush(stdout);
+  dist::LaunchResult result;
+  try {
+    result = dist::launch_ranks(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitRuntimeError;
+  }
+  if (result.failed_rank < 0) return kExitOk;
+  if (current_token().cancelled()) return kExitStopped;
+  return result.exit_code > 0 ? result.exit_code : kExitRuntimeError;
 }
 
 /// Where the built editor is: beside the program in a checkout (build/codefy

@@ -25,6 +25,17 @@ struct RunCommand {
   int threads = 0;
   int64_t memory_budget_mb = -1;  ///< -1: from the environment
   std::string out_dir = "codefy-out";
+  /// Data-parallel ranks to start on this machine (0: run here, as a single
+  /// process or as a rank torchrun's variables describe).
+  int nproc_per_node = 0;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  ///< 0: a free port (one machine)
+  /// Seconds a rank waits for the others before failing.
+  int dist_timeout_s = 60;
+  /// The program's own argv[0], to start the ranks with.
+  std::string program;
 };
 
 struct ServeCommand {
@@ -46,7 +57,12 @@ struct ServeCommand {
   size_t max_queued_runs = 64;
 };
 
+/// `codefy run`: one process, or one rank of a data-parallel world when
+/// WORLD_SIZE (torchrun's variables) says so.
 int run_graph(const RunCommand& cmd);
+/// `codefy run --nproc-per-node N`: starts N ranks running run_graph and
+/// waits for them; exits with the first failed rank's code.
+int launch_run(const RunCommand& cmd);
 /// `codefy serve`: the HTTP API until SIGINT/SIGTERM, then stops runs between batches.
 int serve(const ServeCommand& cmd);
 int validate_graph(const std::string& path, bool json);

@@ -27,6 +27,27 @@ int main(int argc, char** argv) {
                    "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--out", run.out_dir, "Folder for Visualize PNGs")->capture_default_str();
+  run_cmd
+      ->add_option("--nproc-per-node", run.nproc_per_node,
+                   "Start this many data-parallel ranks of this program on this machine (TrainingLoop strategy ddp)")
+      ->check(CLI::Range(1, 1024));
+  run_cmd->add_option("--nnodes", run.nnodes, "Machines taking part (each starts --nproc-per-node ranks)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  run_cmd->add_option("--node-rank", run.node_rank, "This machine's index in [0, --nnodes)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run_cmd->add_option("--master-addr", run.master_addr, "Address of node 0, where rank 0 hosts the rendezvous store")
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--master-port", run.master_port, "Port of the rendezvous store (0: a free one; one machine only)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  run_cmd
+      ->add_option("--dist-timeout", run.dist_timeout_s,
+                   "Seconds a rank waits for the others (rendezvous, all-reduce) before it fails")
+      ->check(CLI::Range(1, 7 * 24 * 3600))
+      ->capture_default_str();
 
   std::string validate_path;
   bool validate_json = false;
@@ -76,7 +97,8 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
-  if (*run_cmd) return run_graph(run);
+  run.program = argc > 0 ? argv[0] : "codefy";
+  if (*run_cmd) return run.nproc_per_node > 0 ? launch_run(run) : run_graph(run);
   if (*validate_cmd) return validate_graph(validate_path, validate_json);
   if (*nodes_cmd) return list_nodes(nodes_json);
   if (*devices_cmd) return show_devices(devices_json);

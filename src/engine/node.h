@@ -8,6 +8,7 @@
 #include "graph/types.h"
 #include "graph/validate.h"
 #include "store/lru.h"
+#include "train/data_parallel.h"
 #include "util/cancel.h"
 #include "util/file_access.h"
 
@@ -60,6 +61,10 @@ struct RunSettings {
   /// `state_scope` (the editor's graph id). Null: every run builds fresh ones.
   NodeStateStore* state_store = nullptr;
   std::string state_scope;
+  /// The data-parallel world this process is a rank of (`codefy run
+  /// --nproc-per-node`, or torchrun's variables); null in a single process.
+  /// TrainingLoop with strategy ddp trains with it; only rank 0 writes files.
+  std::shared_ptr<train::DataParallel> data_parallel;
 };
 
 /// Where an input came from: the output port of another node.

@@ -30,6 +30,9 @@ torch::Tensor as_tensor(const Value& v, const std::string& port) {
   NodeContext::fail_input(port, std::string("cannot plot a ") + value_kind(v) + "; give a tensor or a list of numbers");
 }
 
+/// Whether this process writes files: a single process, or rank 0 of a data-parallel world.
+bool is_writer(const NodeContext& ctx) { return !ctx.run().data_parallel || ctx.run().data_parallel->rank() == 0; }
+
 void register_model_saver(NodeRegistry& r) {
   graph::NodeDef d{"ModelSaver",
                    "IO",
@@ -47,7 +50,8 @@ void register_model_saver(NodeRegistry& r) {
     const auto path = ctx.output_path("path", "weights file", train::is_weights_file,
                                       ctx.param_string("format") == "safetensors" ? ".safetensors" : "");
     try {
-      train::save_weights(path, train::state_dict(*model));
+      // Data-parallel ranks hold the same weights: rank 0 alone writes them.
+      if (is_writer(ctx)) train::save_weights(path, train::state_dict(*model));
     } catch (const std::exception& e) {
       NodeContext::fail_param("path", e);
     }
@@ -161,7 +165,7 @@ void register_checkpoint_saver(NodeRegistry& r) {
     }
     const auto path = ctx.output_path("path", "checkpoint", train::is_checkpoint_file);
     try {
-      train::save_checkpoint(path, c);
+      if (is_writer(ctx)) train::save_checkpoint(path, c);  // rank 0 alone, as the weights
     } catch (const std::exception& e) {
       NodeContext::fail_param("path", e);
     }

@@ -194,7 +194,9 @@ void register_training_loop(NodeRegistry& r) {
                                   1)),
        def::advanced(def::integer("max_steps", 0, "Stop after this many optimizer updates (0 = no limit)", 0)),
        def::advanced(def::select("strategy", "single", {"single", "ddp"},
-                                 "ddp: one process per card (not yet available; runs single with a warning)")),
+                                 "ddp: data-parallel over the ranks of `codefy run --nproc-per-node N` (one process "
+                                 "per card or CPU share); batch_size is per rank. Without ranks: single, with a "
+                                 "warning")),
        def::advanced(def::boolean("log_grad_norm", true,
                                   "Report the gradient L2 norm per update and skip updates where it is NaN/inf"))}};
   d.cacheable = false;
@@ -229,13 +231,25 @@ void register_training_loop(NodeRegistry& r) {
     o.accumulate_steps = ctx.param_int("accumulate_steps");
     o.max_steps = ctx.param_int("max_steps");
     o.log_grad_norm = ctx.param_bool("log_grad_norm");
-    if (ctx.param_string("strategy") == "ddp")
-      ctx.warn(
-          "strategy ddp is not available in this version of Codefy (no multi-process training yet); "
-          "training in a single process");
+    train::DataLoaderPtr train_loader = loader;
+    if (ctx.param_string("strategy") == "ddp") {
+      const auto& world = ctx.run().data_parallel;
+      if (!world) {
+        ctx.warn("strategy ddp needs several processes and this run is one (start it with `codefy run "
+                 "--nproc-per-node N`, or a server worker with a process count); training in a single process");
+      } else if (world->world_size() < 2) {
+        ctx.warn("strategy ddp with a world of 1 process: training in a single process");
+      } else {
+        o.data_parallel = world;
+        // This rank's shard, DistributedSampler's rules.
+        auto shard = loader->options();
+        shard.num_replicas = world->world_size();
+        shard.rank = world->rank();
+        train_loader = std::make_shared<const train::DataLoader>(loader->dataset_ptr(), shard);
+      }
+    }
     if (const auto* state = ctx.input_if<nlohmann::json>("grad_scaler_state")) o.grad_scaler_state = *state;
     o.seed = ctx.seed();
-    train::DataLoaderPtr train_loader = loader;
     if (const auto* resume = ctx.input_if<nlohmann::json>("resume_state")) {
       if (!resume->is_object() || !resume->contains("last_epoch"))
         NodeContext::fail_input("resume_state", "expected the resume_state output of a CheckpointLoader");
@@ -247,10 +261,10 @@ void register_training_loop(NodeRegistry& r) {
       if (o.grad_scaler_state.is_null()) o.grad_scaler_state = resume->value("grad_scaler_state", nlohmann::json());
       // The data order follows (seed, epoch): continue with the first run's seed.
       const uint64_t data_seed = resume->value("data_seed", loader->options().seed);
-      if (data_seed != loader->options().seed) {
-        auto opts = loader->options();
+      if (data_seed != train_loader->options().seed) {
+        auto opts = train_loader->options();
         opts.seed = data_seed;
-        train_loader = std::make_shared<const train::DataLoader>(loader->dataset_ptr(), opts);
+        train_loader = std::make_shared<const train::DataLoader>(train_loader->dataset_ptr(), opts);
       }
       if (o.start_epoch >= o.epochs)
         ctx.warn("the checkpoint is at epoch " + std::to_string(o.start_epoch) + " and epochs is " +

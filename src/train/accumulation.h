@@ -22,6 +22,8 @@ class AccumulationWindow {
   double loss_scale() const { return 1.0 / static_cast<double>(n_); }
   /// Whether micro-batch `index` (0-based, within the epoch) completes an update.
   bool ends_update(int64_t index) const { return (index + 1) % n_ == 0 || index + 1 == batches_; }
+  /// True when micro-batch `index` is the first of its window.
+  bool starts_update(int64_t index) const { return index % n_ == 0; }
   /// Optimizer updates per epoch.
   int64_t updates_per_epoch() const { return (batches_ + n_ - 1) / n_; }
 

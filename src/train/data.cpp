@@ -572,10 +572,20 @@ DataLoader::DataLoader(DatasetPtr dataset, DataLoaderOptions options)
       (dataset_->inputs.defined() && dataset_->targets.size(0) != dataset_->inputs.size(0))) {
     throw std::invalid_argument("dataset '" + dataset_->name + "' has different numbers of inputs and targets");
   }
+  if (options_.num_replicas < 1 || options_.rank < 0 || options_.rank >= options_.num_replicas) {
+    throw std::invalid_argument("shard rank " + std::to_string(options_.rank) + " of " +
+                                std::to_string(options_.num_replicas) + " replicas is out of range");
+  }
+}
+
+int64_t DataLoader::num_samples() const {
+  const int64_t n = dataset_->size();
+  const int64_t r = options_.num_replicas;
+  return r == 1 ? n : (n + r - 1) / r;
 }
 
 int64_t DataLoader::num_batches() const {
-  const int64_t n = dataset_->size();
+  const int64_t n = num_samples();
   const int64_t b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
@@ -583,16 +593,29 @@ int64_t DataLoader::num_batches() const {
 torch::Tensor DataLoader::epoch_order(int64_t epoch) const {
   if (epoch < 0) throw std::invalid_argument("epoch must be >= 0, got " + std::to_string(epoch));
   const int64_t n = dataset_->size();
-  if (!options_.shuffle) return torch::arange(n, torch::kInt64);
-  // The generator depends on (seed, epoch) only: epoch e of a resumed run gets
-  // the order it would have had without the interruption.
-  const uint64_t mixed = util::splitmix64(util::splitmix64(options_.seed) ^ static_cast<uint64_t>(epoch));
-  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(mixed);
-  return torch::randperm(n, gen, torch::kInt64);
+  torch::Tensor order;
+  if (!options_.shuffle) {
+    order = torch::arange(n, torch::kInt64);
+  } else {
+    // The generator depends on (seed, epoch) only: epoch e of a resumed run
+    // gets the order it would have had without the interruption, and every
+    // rank of a data-parallel run gets the same one.
+    const uint64_t mixed = util::splitmix64(util::splitmix64(options_.seed) ^ static_cast<uint64_t>(epoch));
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(mixed);
+    order = torch::randperm(n, gen, torch::kInt64);
+  }
+  const int64_t replicas = options_.num_replicas;
+  if (replicas == 1 || n == 0) return order;
+  // DistributedSampler: pad with the order's start (repeated when the
+  // dataset is smaller than the padding) to a multiple of the replicas, then
+  // take every replicas-th position from this rank.
+  const int64_t total = num_samples() * replicas;
+  if (total > n) order = order.repeat({(total + n - 1) / n}).slice(0, 0, total);
+  return order.slice(0, options_.rank, total, replicas).contiguous();
 }
 
 Batch DataLoader::batch(const torch::Tensor& order, int64_t index) const {
-  const int64_t n = dataset_->size();
+  const int64_t n = num_samples();
   if (!order.defined() || order.dim() != 1 || order.size(0) != n || order.scalar_type() != torch::kInt64) {
     throw std::invalid_argument("batch order must be an int64 [" + std::to_string(n) + "] tensor from epoch_order");
   }

@@ -81,6 +81,12 @@ struct DataLoaderOptions {
   bool shuffle = true;
   uint64_t seed = 0;
   bool drop_last = false;
+  /// Data-parallel sharding, as PyTorch's DistributedSampler (drop_last
+  /// false): every rank takes the same (seed, epoch) order, padded by
+  /// repeating its start to a multiple of `num_replicas`, and rank r keeps
+  /// positions r, r + num_replicas, ... One replica: the whole dataset.
+  int64_t num_replicas = 1;
+  int64_t rank = 0;
 };
 
 /// Cuts a dataset into mini-batches. The order of epoch e depends only on
@@ -93,7 +99,11 @@ class DataLoader {
   const DataLoaderOptions& options() const { return options_; }
   /// Batches per epoch (the short last one counts unless drop_last).
   int64_t num_batches() const;
-  /// Sample indices of epoch `epoch` (int64 [N]); identity when not shuffling.
+  /// Samples this loader's shard holds per epoch: the dataset's size, or
+  /// ceil(size / num_replicas) with sharding.
+  int64_t num_samples() const;
+  /// Sample indices of epoch `epoch` (int64 [num_samples()]); identity when
+  /// not shuffling; this rank's shard of it with sharding.
   torch::Tensor epoch_order(int64_t epoch) const;
   /// Batch `index` of an order returned by epoch_order.
   Batch batch(const torch::Tensor& order, int64_t index) const;

@@ -115,6 +115,12 @@ class TrainingRun {
     if (hooks_.warn) hooks_.warn(w);
   }
   GradScaler* scaler() { return scaler_ ? &*scaler_ : nullptr; }
+  /// The data-parallel world when it has two or more ranks, else null.
+  DataParallel* parallel() const { return parallel_; }
+  /// Ranks sharing each update: the world's size, 1 in a single process.
+  int64_t world() const { return parallel_ ? parallel_->world_size() : 1; }
+  /// Whether any rank was asked to stop (one collective with data parallelism).
+  bool stop_requested(int64_t epoch, int64_t batch);
   void add_precision_fields(nlohmann::json& j) const;
   /// Warnings, the scheduler's start, the scaler and the "config" event.
   void prepare();
@@ -138,6 +144,8 @@ class TrainingRun {
   const TrainHooks& hooks_;
 
   const c10::Device device_;
+  DataParallel* const parallel_;
+  std::shared_ptr<GradientReducer> reducer_;
   const std::vector<torch::Tensor> params_;
   GradBuffer grads_;  // zero, norm and clip in one op each
   const int64_t batches_;
@@ -183,6 +191,9 @@ TrainingRun::TrainingRun(Model& model, const DataLoader& train_data, const DataL
       options_(options),
       hooks_(hooks),
       device_(options.device),
+      parallel_(options.data_parallel && options.data_parallel->world_size() > 1 ? options.data_parallel.get()
+                                                                                  : nullptr),
+      reducer_(options.gradient_reducer),
       params_(trainable_on(model, options.device)),
       grads_(params_),
       batches_(batches_of(train_data)),
@@ -196,6 +207,19 @@ TrainingRun::TrainingRun(Model& model, const DataLoader& train_data, const DataL
   micro_batch_options_.accumulate_steps = window_.accumulate_steps();
   update_options_.grad_clip_norm = options.grad_clip_norm;
   update_options_.log_grad_norm = options.log_grad_norm;
+  if (parallel_ && !reducer_) reducer_ = parallel_->make_gradient_reducer();
+}
+
+bool TrainingRun::stop_requested(int64_t epoch, int64_t batch) {
+  const bool local = hooks_.should_stop && hooks_.should_stop();
+  if (!parallel_) return local;
+  // Ranks agree once per update window, at its start, so they all stop
+  // before the same update instead of leaving the others in a collective.
+  if (!window_.starts_update(batch)) return false;
+  parallel_->set_activity("epoch " + std::to_string(epoch + 1) + ", batch " + std::to_string(batch + 1));
+  const torch::Tensor flag = torch::full({1}, local ? 1.0f : 0.0f, torch::TensorOptions().device(device_));
+  parallel_->all_reduce_sum({flag});
+  return flag.item<float>() > 0;
 }
 
 void TrainingRun::add_precision_fields(nlohmann::json& j) const {
@@ -226,6 +250,15 @@ void TrainingRun::prepare() {
     scaler_.emplace();
     if (!options_.grad_scaler_state.is_null()) scaler_->load_state_dict(options_.grad_scaler_state);
   }
+  if (parallel_) {
+    // Every rank starts from rank 0's weights and buffers (DDP's constructor).
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> state;
+    for (const auto& p : model_.parameters()) state.push_back(p);
+    for (const auto& b : model_.buffers()) state.push_back(b);
+    parallel_->set_activity("broadcasting the initial weights");
+    parallel_->broadcast(state, 0);
+  }
   nlohmann::json config = {
       {"model_class", model_.name()},
       {"params", count_parameters(model_)},
@@ -247,9 +280,16 @@ void TrainingRun::prepare() {
       {"has_lr_scheduler", scheduler_ != nullptr},
       {"accumulate_steps", window_.accumulate_steps()},
       {"max_steps", options_.max_steps},
-      {"effective_batch_size", batch_size_ * window_.accumulate_steps()},
+      {"effective_batch_size", batch_size_ * window_.accumulate_steps() * world()},
       {"grad_scaler", scaler_.has_value()},
+      {"strategy", parallel_ ? "ddp" : "single"},
+      {"world_size", world()},
   };
+  if (parallel_) {
+    config["backend"] = parallel_->backend();
+    config["samples_per_rank"] = train_data_.num_samples();
+    config["evaluation"] = "every rank evaluates the whole validation set (identical weights, identical results)";
+  }
   add_precision_fields(config);
   emit({{"event", "config"}, {"config", config}});
 }
@@ -280,11 +320,14 @@ TrainResult TrainingRun::run() {
 
 EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
   const torch::Tensor order = train_data_.epoch_order(epoch);
-  GradientReducer* reducer = options_.gradient_reducer.get();
+  GradientReducer* reducer = reducer_.get();
+  std::vector<torch::Tensor> buffers;  // broadcast from rank 0 before each forward, as DDP's broadcast_buffers
+  if (parallel_)
+    for (const auto& b : model_.buffers()) buffers.push_back(b);
   EpochTotals totals;
   totals.loss_sum = torch::zeros({}, torch::TensorOptions().device(device_));
   for (int64_t b = 0; b < batches_; ++b) {
-    if (hooks_.should_stop && hooks_.should_stop()) {
+    if (stop_requested(epoch, b)) {
       grads_.zero();  // Stop drops the window in progress: no partial gradients outlive the run
       throw Cancelled();
     }
@@ -292,6 +335,10 @@ EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
     torch::Tensor x = batch.inputs.to(device_), y = batch.targets.to(device_);
     const bool ends_window = window_.ends_update(b);
     if (reducer) reducer->begin_micro_batch(ends_window);
+    if (!buffers.empty()) {
+      torch::NoGradGuard no_grad;
+      parallel_->broadcast(buffers, 0);
+    }
     const torch::Tensor loss = micro_batch_step(model_, loss_, x, y, micro_batch_options_, scaler());
     totals.loss_sum += loss.to(torch::kFloat);
     ++total_batches_;
@@ -299,6 +346,9 @@ EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
     samples_seen_ += x.size(0);
     if (!ends_window) continue;
 
+    if (parallel_)
+      parallel_->set_activity("epoch " + std::to_string(epoch + 1) + ", update " + std::to_string(total_steps_ + 1) +
+                              " (gradient all-reduce)");
     count_update(apply_update(grads_, *optimizer_.optimizer, update_options_, scaler(), scheduler_, reducer), epoch, b);
     if (hooks_.progress && seconds_since(last_progress_) >= options_.progress_interval_s)
       emit_batch_progress(epoch, b, loss, t_epoch);
@@ -339,13 +389,19 @@ void TrainingRun::emit_batch_progress(int64_t epoch, int64_t batch, const torch:
                       {"step", total_steps_},
                       {"loss", loss.item<double>()},  // the one extra host read, a few times a second at most
                       {"lr", get_lr(*optimizer_.optimizer)},
-                      {"samples_per_s", elapsed > 0 ? static_cast<double>((batch + 1) * batch_size_) / elapsed : 0.0}};
+                      {"samples_per_s", elapsed > 0 ? static_cast<double>((batch + 1) * batch_size_ * world()) / elapsed : 0.0}};
   if (last_grad_norm_) e["grad_norm"] = *last_grad_norm_;
   emit(e);
 }
 
 bool TrainingRun::finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::time_point t_epoch) {
-  const double epoch_loss = totals.loss_sum.item<double>() / static_cast<double>(totals.batches);
+  torch::Tensor loss_sum = totals.loss_sum.reshape({1}).clone();
+  if (parallel_) {
+    // The epoch's loss is the mean over ranks (every shard has as many batches).
+    parallel_->set_activity("epoch " + std::to_string(epoch + 1) + ", averaging the loss");
+    parallel_->all_reduce_sum({loss_sum});
+  }
+  const double epoch_loss = loss_sum.item<double>() / static_cast<double>(totals.batches * world());
   result_.losses.push_back(epoch_loss);
   lr_history_.push_back(get_lr(*optimizer_.optimizer));
 
@@ -421,12 +477,18 @@ nlohmann::json TrainingRun::final_metrics(int64_t epochs_done) const {
       {"total_batches", total_batches_},
       {"skipped_steps", skipped_steps_},
       {"accumulate_steps", window_.accumulate_steps()},
-      {"effective_batch_size", batch_size_ * window_.accumulate_steps()},
+      {"effective_batch_size", batch_size_ * window_.accumulate_steps() * world()},
+      {"strategy", parallel_ ? "ddp" : "single"},
+      {"world_size", world()},
       {"grad_norm", last_grad_norm_ ? nlohmann::json(*last_grad_norm_) : nlohmann::json()},
       {"device", device_.str()},
       {"seconds", seconds},
-      {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen_) / seconds : 0.0},
+      {"samples_per_second", seconds > 0 ? static_cast<double>(samples_seen_ * world()) / seconds : 0.0},
   };
+  if (parallel_) {
+    m["backend"] = parallel_->backend();
+    m["ddp"] = parallel_->counters();
+  }
   add_precision_fields(m);
   if (scheduler_) m["scheduler_state"] = scheduler_->state();
   if (scaler_) m["grad_scale"] = scaler_->get_scale();

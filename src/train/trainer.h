@@ -2,6 +2,7 @@
 #pragma once
 
 #include "train/builders.h"
+#include "train/data_parallel.h"
 #include "train/data.h"
 #include "train/grad_buffer.h"
 #include "train/grad_scaler.h"
@@ -60,6 +61,13 @@ struct TrainOptions {
   /// Data-parallel training's gradient reduction, called once per update
   /// before unscaling (see GradientReducer); null in a single process.
   std::shared_ptr<GradientReducer> gradient_reducer;
+  /// Data-parallel training (DDP) when set with a world of two or more: rank
+  /// 0's parameters and buffers are broadcast at the start and its buffers
+  /// before every forward, the gradients are averaged once per update (its
+  /// make_gradient_reducer() unless gradient_reducer is set), the epoch loss
+  /// is the mean over ranks, and Stop is agreed on once per update so every
+  /// rank stops at the same one. `train_data` is then this rank's shard.
+  std::shared_ptr<DataParallel> data_parallel;
 };
 
 /// Hooks into the run around the loop.

@@ -2,7 +2,9 @@
 # GPU checks: builds Codefy's CUDA paths against the CUDA LibTorch inside a
 # PyTorch wheel and runs tests/gpu/cuda_check.cpp on the card: device listing
 # with memory, bf16/fp16 training steps, the gradient scaler's fused path, a
-# real CUDA out-of-memory report and the cache emptied after it.
+# real CUDA out-of-memory report and the cache emptied after it; then
+# tests/gpu/nccl_check.cpp: NCCL through src/dist (two ranks on two cards, or
+# a world of one on one card, saying the 2-card case was not run).
 #
 # Needs only python3 with a CUDA PyTorch 2.x, g++, and nlohmann/json.hpp: from
 # /usr/include, or from build-gpu-deps/include, which tests/gpu/prepare.sh
@@ -48,3 +50,28 @@ g++ -o "$out/cuda_check" "$out"/obj/*.o -L"$torch_dir/lib" -Wl,-rpath,"$torch_di
   -Wl,--no-as-needed -ltorch -ltorch_cuda -lc10_cuda -Wl,--as-needed -ltorch_cpu -lc10 -ldl -lpthread
 echo "running"
 "$out/cuda_check"
+
+# NCCL through Codefy's c10d process group (src/dist): two ranks on two cards,
+# or a world of one on a single card (said so). Built apart from the checks
+# above; a wheel without Gloo's or NCCL's headers reports that and stops here.
+cards=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
+dist_sources=(src/dist/process_group.cpp src/dist/gradient_reducer.cpp src/dist/launcher.cpp
+              src/train/grad_buffer.cpp tests/gpu/nccl_check.cpp)
+mkdir -p "$out/dist"
+echo "compiling the NCCL check"
+pids=()
+for s in "${dist_sources[@]}"; do
+  g++ "${flags[@]}" -idirafter build-gpu-deps/gloo-include -idirafter /usr/include -c "$s" \
+    -o "$out/dist/$(echo "$s" | tr / _).o" 2>"$out/dist/$(echo "$s" | tr / _).log" &
+  pids+=($!)
+done
+built=1
+for p in "${pids[@]}"; do wait "$p" || built=0; done
+if [ "$built" = 0 ]; then
+  cat "$out"/dist/*.log | head -20
+  echo "FAIL the NCCL check did not compile (see above)"
+  exit 1
+fi
+g++ -o "$out/nccl_check" "$out"/dist/*.o -L"$torch_dir/lib" -Wl,-rpath,"$torch_dir/lib" \
+  -Wl,--no-as-needed -ltorch -ltorch_cuda -lc10_cuda -Wl,--as-needed -ltorch_cpu -lc10 -ldl -lpthread
+"$out/nccl_check" "$cards"
