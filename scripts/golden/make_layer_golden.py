@@ -14,11 +14,13 @@ seed, its inputs, the module's state before the forward pass (parameters and
 buffers, by PyTorch's state_dict names) and PyTorch's outputs. The module is
 built the way CodefyUI's node builds it, after torch.manual_seed(node seed),
 where the node seed is Codefy's per-node seed (src/engine/registry.cpp,
-node_seed) - so a case marked "seeded" checks that LibTorch initialises the
-same weights from the same seed; the others (LibTorch initialises them in
-another order) are checked with the weights written here copied in. Nodes that
-take their own `seed` param (RNNCell, MoELayer, TimestepEmbedding,
-GaussianNoise, PositionalEncoding) draw from that, as CodefyUI's do.
+node_seed). The test checks a node with weights twice: as it initialised
+them from the same seed (a case marked "seeded": LibTorch 1.13 draws the same
+initial weights as PyTorch for every layer here, MultiheadAttention,
+Transformer and LSTM included), and with the weights written here copied into
+its kept module. Nodes that take their own `seed` param (RNNCell, MoELayer,
+TimestepEmbedding, GaussianNoise, PositionalEncoding) draw from that, as
+CodefyUI's do.
 
 Train or eval mode as Codefy runs them: BatchNorm normalises with the batch's
 statistics (CodefyUI's node describes per-batch statistics and leaves its

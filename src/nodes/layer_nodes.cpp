@@ -83,8 +83,9 @@ void require_size(const std::string& port, const Tensor& x, const std::vector<in
   bool rank_ok = false;
   for (int64_t r : ranks) rank_ok = rank_ok || x.dim() == r;
   if (!rank_ok || x.size(dim) != size)
-    fail_shape(port, "a " + ranks_text(ranks) + " tensor " + layout + " with " + name + " = " + param + " = " +
-                         std::to_string(size),
+    fail_shape(port,
+               "a " + ranks_text(ranks) + " tensor " + layout + " with " + name + " = " +
+                   (name == param ? "" : param + " = ") + std::to_string(size),
                x);
 }
 

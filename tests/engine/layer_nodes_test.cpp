@@ -115,6 +115,7 @@ void load_state(torch::nn::Module& m, const json& state) {
   for (const auto& [name, _] : state.items()) unused.insert(name);
   torch::NoGradGuard no_grad;
   auto load = [&](const std::string& full, torch::Tensor& t) {
+    if (!t.defined()) return;  // a slot LibTorch registers empty (MultiheadAttention's q_proj_weight)
     const std::string name = full.substr(full.find('.') + 1);
     ASSERT_TRUE(state.contains(name)) << "PyTorch's state has no " << name;
     const torch::Tensor value = tensor_from(state[name]);
@@ -269,17 +270,21 @@ TEST(LayerNodes, TheSameSeedGivesTheSameNumbersWithOrWithoutAStore) {
 // ---------------------------------------------------------------------------
 // Wrong inputs: refused naming the node, the port and both shapes.
 
-/// Start -> GaussianNoise (`shape`) -> node `id` of `type` with `params`, into port `port`.
+/// Start -> GaussianNoise (`shape`) -> node "layer" of `type` with `params`,
+/// into port `port` (MultiHeadAttention: into query, key and value).
 json noise_into(const std::string& shape, const std::string& type, const json& params,
                 const std::string& port = "tensor") {
-  return {{"name", "bad"},
-          {"nodes",
-           {{{"id", "start"}, {"type", "Start"}},
-            {{"id", "noise"}, {"type", "GaussianNoise"}, {"data", {{"params", {{"shape", shape}}}}}},
-            {{"id", "layer"}, {"type", type}, {"data", {{"params", params}}}}}},
-          {"edges",
-           {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "noise"}, {"type", "trigger"}},
-            {{"source", "noise"}, {"sourceHandle", "noise"}, {"target", "layer"}, {"targetHandle", port}}}}};
+  json g = {{"name", "bad"},
+            {"nodes",
+             {{{"id", "start"}, {"type", "Start"}},
+              {{"id", "noise"}, {"type", "GaussianNoise"}, {"data", {{"params", {{"shape", shape}}}}}},
+              {{"id", "layer"}, {"type", type}, {"data", {{"params", params}}}}}},
+            {"edges", {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "noise"}, {"type", "trigger"}}}}};
+  const std::vector<std::string> ports =
+      type == "MultiHeadAttention" ? std::vector<std::string>{"query", "key", "value"} : std::vector<std::string>{port};
+  for (const auto& p : ports)
+    g["edges"].push_back({{"source", "noise"}, {"sourceHandle", "noise"}, {"target", "layer"}, {"targetHandle", p}});
+  return g;
 }
 
 /// The error a graph's run fails with.
@@ -300,6 +305,8 @@ struct BadInput {
   std::vector<std::string> says;  ///< what the message must contain
 };
 
+void PrintTo(const BadInput& b, std::ostream* os) { *os << b.name; }
+
 class WrongInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(WrongInput, FailsNamingNodePortAndBothShapes) {
@@ -309,7 +316,9 @@ TEST_P(WrongInput, FailsNamingNodePortAndBothShapes) {
   EXPECT_EQ(e.node_type(), b.type);
   EXPECT_EQ(e.field(), "input \"" + b.port + "\"");
   const std::string message = e.what();
-  EXPECT_NE(message.find("\"layer\""), std::string::npos) << message;
+  EXPECT_NE(message.find("graph \"bad\": node layer (" + b.type + "), input \"" + b.port + "\": expected"),
+            std::string::npos)
+      << message;
   for (const auto& s : b.says) EXPECT_NE(message.find(s), std::string::npos) << "no \"" << s << "\" in: " << message;
 }
 
@@ -335,7 +344,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"AttentionWrongEmbedding", "4,2,6", "MultiHeadAttention", {{"embed_dim", 8}, {"num_heads", 2}},
                  "query", {"embed_dim = 8", "[4, 2, 6]"}},
         BadInput{"LstmWrongInputSize", "2,5,4", "LSTM", {{"input_size", 3}}, "tensor",
-                 {"(batch, seq_len, input_size)", "input_size = 3", "[2, 5, 4]"}},
+                 {"3-D tensor (batch, seq_len, input_size) with input_size = 3", "[2, 5, 4]"}},
         BadInput{"EmbeddingFractions", "2,3", "Embedding", {{"num_embeddings", 10}}, "tensor",
                  {"integer indices", "[2, 3]"}},
         BadInput{"MaxPoolGivenTwoDims", "8,8", "MaxPool2d", json::object(), "tensor", {"4-D", "[8, 8]"}},
@@ -369,6 +378,22 @@ TEST(LayerNodes, ABadParamIsBlamedOnTheParam) {
   EXPECT_EQ(t.field(), "param \"nhead\"");
   const NodeError s = failure(noise_into("2,8", "LayerNorm", {{"normalized_shape", "8,x"}}));
   EXPECT_EQ(s.field(), "param \"normalized_shape\"");
+}
+
+TEST(LayerNodes, CodefyUIsSimpleCnnPresetRunsOnATensor) {
+  const json g = {
+      {"name", "preset"},
+      {"nodes",
+       {{{"id", "start"}, {"type", "Start"}},
+        {{"id", "noise"}, {"type", "GaussianNoise"}, {"data", {{"params", {{"shape", "2,1,28,28"}}}}}},
+        {{"id", "cnn"}, {"type", "preset:Simple CNN Classifier"}, {"data", {{"params", json::object()}}}}}},
+      {"edges",
+       {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "noise"}, {"type", "trigger"}},
+        {{"source", "noise"}, {"sourceHandle", "noise"}, {"target", "cnn"}, {"targetHandle", "tensor"}}}}};
+  const RunResult r = codefy::testing::run_json(g);
+  // Two 3x3 convolutions (padding 1) and two 2x2 poolings: 28 -> 14 -> 7, 64 channels.
+  EXPECT_EQ(out_of(r, "cnn__pool2").sizes(), (std::vector<int64_t>{2, 64, 7, 7}));
+  EXPECT_GE(out_of(r, "cnn__pool2").min().item<float>(), 0.0f) << "max-pooled ReLU outputs";
 }
 
 // ---------------------------------------------------------------------------
