@@ -237,6 +237,12 @@ def sequence_cases():
          {"input_size": 3, "hidden_size": 5, "num_layers": 2, "batch_first": True, "bidirectional": True},
          {"tensor": randn(2, 4, 3)},
          lambda: nn.LSTM(3, 5, num_layers=2, batch_first=True, bidirectional=True), lstm)
+    case("lstm_unbatched", "LSTM",
+         {"input_size": 3, "hidden_size": 4, "num_layers": 1, "batch_first": True, "bidirectional": False},
+         {"tensor": randn(5, 3)}, lambda: nn.LSTM(3, 4, batch_first=True), lstm)
+    case("gru_unbatched_bidirectional", "GRU",
+         {"input_size": 3, "hidden_size": 4, "num_layers": 2, "batch_first": False, "bidirectional": True},
+         {"tensor": randn(5, 3)}, lambda: nn.GRU(3, 4, num_layers=2, bidirectional=True), gru)
     case("gru", "GRU", {"input_size": 3, "hidden_size": 4, "num_layers": 1, "batch_first": False,
                         "bidirectional": False},
          {"tensor": randn(4, 2, 3)}, lambda: nn.GRU(3, 4, num_layers=1, batch_first=False), gru)

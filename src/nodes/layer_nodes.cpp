@@ -824,9 +824,20 @@ void register_recurrent(NodeRegistry& r, const char* name, const char* descripti
   r.add(std::move(d), [lstm](NodeContext& ctx) {
     const int64_t in = ctx.param_int("input_size");
     const bool batch_first = ctx.param_bool("batch_first");
-    const Tensor& x = float_input(ctx, "tensor");
-    require_size("tensor", x, {3}, batch_first ? "(batch, seq_len, input_size)" : "(seq_len, batch, input_size)", 2,
-                 "input_size", "input_size", in);
+    const Tensor& given = float_input(ctx, "tensor");
+    require_size("tensor", given, {2, 3},
+                 batch_first ? "(batch, seq_len, input_size) or unbatched (seq_len, input_size)"
+                             : "(seq_len, batch, input_size) or unbatched (seq_len, input_size)",
+                 -1, "input_size", "input_size", in);
+    // Unbatched input runs as a batch of one, its outputs without that
+    // dimension, as PyTorch gives them.
+    const bool unbatched = given.dim() == 2;
+    const int64_t batch_dim = batch_first ? 0 : 1;
+    const Tensor x = unbatched ? given.unsqueeze(batch_dim) : given;
+    const auto unbatch = [&](const Tensor& output, const Tensor& hidden) {
+      return unbatched ? ValueMap{{"output", output.squeeze(batch_dim)}, {"hidden", hidden.squeeze(1)}}
+                       : ValueMap{{"output", output}, {"hidden", hidden}};
+    };
     auto layer = kept_layer(ctx, [&] {
       const int64_t hidden = int_at_least(ctx, "hidden_size", 1), layers = int_at_least(ctx, "num_layers", 1);
       int_at_least(ctx, "input_size", 1);
@@ -845,11 +856,11 @@ void register_recurrent(NodeRegistry& r, const char* name, const char* descripti
     ready(*layer, x, false);
     torch::NoGradGuard no_grad;
     if (lstm) {
-      auto [output, state] = layer->as<torch::nn::LSTMImpl>().forward(x);
-      return ValueMap{{"output", output}, {"hidden", std::get<0>(state)}};
+      const auto [output, state] = layer->as<torch::nn::LSTMImpl>().forward(x);
+      return unbatch(output, std::get<0>(state));
     }
-    auto [output, hidden] = layer->as<torch::nn::GRUImpl>().forward(x);
-    return ValueMap{{"output", output}, {"hidden", hidden}};
+    const auto [output, hidden] = layer->as<torch::nn::GRUImpl>().forward(x);
+    return unbatch(output, hidden);
   });
 }
 
