@@ -6,6 +6,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/rnn.h>
 #include <torch/nn/modules/transformer.h>
 #include <torch/nn/pimpl.h>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace codefy::model {
@@ -123,5 +126,43 @@ class MultiHeadAttentionBlockImpl : public torch::nn::Module {
   torch::nn::MultiheadAttention attn_{nullptr};
 };
 TORCH_MODULE(MultiHeadAttentionBlock);
+
+/// CodefyUI's MoELayer: a bias-free gate scores the experts for each token,
+/// the top_k of them (softmax over just those) each run a SiLU FFN
+/// (fc1 -> SiLU -> fc2) on the token, and the output is their weighted sum.
+/// Parameters are named as in CodefyUI (gate, experts.<i>.fc1, experts.<i>.fc2).
+class MixtureOfExpertsImpl : public torch::nn::Module {
+ public:
+  /// `top_k` is clamped to [1, num_experts], as CodefyUI does.
+  MixtureOfExpertsImpl(int64_t num_experts, int64_t top_k, int64_t hidden_dim, int64_t expert_hidden_dim);
+  /// x: [B, T, hidden_dim]. Returns the output [B, T, hidden_dim], the routing
+  /// weights [B, T, k] and the chosen experts' indices [B, T, k].
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> forward(const torch::Tensor& x);
+  void pretty_print(std::ostream& os) const override;
+
+ private:
+  int64_t num_experts_, top_k_;
+  torch::nn::Linear gate_{nullptr};
+  torch::nn::ModuleList experts_{nullptr};
+};
+TORCH_MODULE(MixtureOfExperts);
+
+/// CodefyUI's TimestepEmbedding: a sinusoidal frequency bank of a timestep
+/// (half sines, half cosines, periods up to max_period) then
+/// Linear(D, 4D) -> SiLU -> Linear(4D, D). The weights are drawn from a
+/// generator seeded with `seed` (normal, scaled by 1/sqrt(D)), the biases are
+/// zero, as CodefyUI initialises them.
+class TimestepEmbeddingImpl : public torch::nn::Module {
+ public:
+  TimestepEmbeddingImpl(int64_t embed_dim, int64_t max_period, uint64_t seed);
+  /// timesteps: any shape (a 0-d one counts as [1]); returns [..., embed_dim].
+  torch::Tensor forward(const torch::Tensor& timesteps);
+  void pretty_print(std::ostream& os) const override;
+
+ private:
+  int64_t embed_dim_, max_period_;
+  torch::nn::Linear fc1_{nullptr}, fc2_{nullptr};
+};
+TORCH_MODULE(TimestepEmbedding);
 
 }  // namespace codefy::model

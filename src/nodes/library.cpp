@@ -10,6 +10,7 @@ const NodeRegistry& builtin() {
     register_model_nodes(r);
     register_training_nodes(r);
     register_io_nodes(r);
+    register_layer_nodes(r);
     return r;
   }();
   return registry;

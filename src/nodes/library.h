@@ -15,5 +15,6 @@ void register_data_nodes(NodeRegistry& r);
 void register_model_nodes(NodeRegistry& r);
 void register_training_nodes(NodeRegistry& r);
 void register_io_nodes(NodeRegistry& r);
+void register_layer_nodes(NodeRegistry& r);
 
 }  // namespace codefy::nodes

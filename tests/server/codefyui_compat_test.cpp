@@ -77,10 +77,9 @@ TEST_F(ServerFixture, Item3PresetsAnswerInCodefyUIsShape) {
     }
   }
   EXPECT_TRUE(names.count("Training Pipeline"));
-  // Its inner nodes (Conv2d, Activation, MaxPool2d) are layers of SequentialModel
-  // here, not node types: like CodefyUI's registry, such a preset is not served.
-  EXPECT_FALSE(names.count("Simple CNN Classifier"));
-  EXPECT_EQ(get("/api/presets/Simple%20CNN%20Classifier").status, 404);
+  // Its inner nodes (Conv2d, Activation, MaxPool2d) are layer nodes too, so it is served.
+  EXPECT_TRUE(names.count("Simple CNN Classifier"));
+  EXPECT_EQ(get("/api/presets/Simple%20CNN%20Classifier").status, 200);
 
   const Reply one = get("/api/presets/Training%20Pipeline");
   ASSERT_EQ(one.status, 200);
