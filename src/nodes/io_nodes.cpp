@@ -297,7 +297,7 @@ torch::Tensor read_png(const std::filesystem::path& path, const std::string& mod
   if (mode == "RGBA") {
     out = rgba;
   } else if (mode == "L") {
-    out = ((rgba[0] * 19595 + rgba[1] * 38470 + rgba[2] * 7471 + 0x8000) >> 16).unsqueeze(0);
+    out = (rgba[0] * 19595 + rgba[1] * 38470 + rgba[2] * 7471 + 0x8000).div(65536, "floor").unsqueeze(0);
   } else {
     out = rgba.narrow(0, 0, 3);
   }

@@ -123,10 +123,6 @@ TEST(ClassicNodes, SyntheticDatasetMatchesScikitLearnsGeneratorsPointForPoint) {
 TEST(ClassicNodes, TrainTestSplitMatchesScikitLearnsRows) {
   for (const auto& c : golden()["splits"]) {
     const int64_t n = c["n"];
-    // Features whose first column is the row number, so the rows returned name themselves.
-    const torch::Tensor features = torch::arange(n, torch::kFloat32).unsqueeze(1).repeat({1, 2});
-    std::vector<std::string> labels;
-    for (int64_t i = 0; i < n; ++i) labels.push_back("r" + std::to_string(i));
     const auto s = train::classic::train_test_split(n, c["test_size"], c["seed"]);
     EXPECT_EQ(json(s.train), c["split"][0]);
     EXPECT_EQ(json(s.test), c["split"][1]);
