@@ -21,7 +21,11 @@ using graph::DataType;
 
 namespace nodes {
 
-std::string shape_text(const torch::Tensor& t) { return nlohmann::json(t.sizes().vec()).dump(); }
+std::string shape_text(const torch::Tensor& t) {
+  std::string s = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) s += (d ? ", " : "") + std::to_string(t.size(d));
+  return s + "]";
+}
 
 torch::Tensor read_matrix(const NodeContext& ctx, const std::string& port) {
   const auto& t = ctx.input_as<torch::Tensor>(port);
