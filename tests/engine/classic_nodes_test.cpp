@@ -91,6 +91,17 @@ std::vector<std::string> strings_of(const json& ints) {
   return out;
 }
 
+/// A 2x1 RGBA PNG: a red pixel and a half-transparent blue one.
+void write_png(const fs::path& path) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 2;
+  image.height = 1;
+  image.format = PNG_FORMAT_RGBA;
+  const uint8_t pixels[] = {255, 0, 0, 255, 0, 0, 255, 128};
+  ASSERT_TRUE(png_image_write_to_file(&image, path.c_str(), 0, pixels, 0, nullptr));
+}
+
 // ---------------------------------------------------------------------------
 
 TEST(ClassicNodes, NumpyRandomMatchesNumpysFirstDraws) {
@@ -323,14 +334,7 @@ TEST(ClassicNodes, CsvReaderSplitsFeaturesFromLabels) {
 
 TEST(ClassicNodes, ImageReaderReadsPngAsChannelsFirst) {
   codefy::testing::TempDir dir("image_reader");
-  // A 2x1 RGBA PNG: a red pixel and a half-transparent blue one.
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = 2;
-  image.height = 1;
-  image.format = PNG_FORMAT_RGBA;
-  const uint8_t pixels[] = {255, 0, 0, 255, 0, 0, 255, 128};
-  ASSERT_TRUE(png_image_write_to_file(&image, (dir.path() / "p.png").c_str(), 0, pixels, 0, nullptr));
+  write_png(dir.path() / "p.png");
   auto read = [&](const std::string& mode) {
     auto r = run_graph(GraphBuilder().source("img", "ImageReader", {{"path", "p.png"}, {"mode", mode}}).g, dir.path());
     return tensor(r, "img", "image");
@@ -382,20 +386,24 @@ TEST(ClassicNodes, BadInputNamesTheNodeThePortAndBothShapes) {
   EXPECT_EQ(e.field(), "input \"x_query\"");
   EXPECT_EQ(e.detail(), "has 1 features (shape [20, 1]) but x_train has 2 (shape [20, 2])");
 
-  // A wrong rank.
+  // A wrong rank: an image (C, H, W) as the queries.
+  codefy::testing::TempDir dir("bad_rank");
+  write_png(dir.path() / "p.png");
   GraphBuilder w;
   w.source("data", "SyntheticDataset", {{"kind", "moons"}, {"n_samples", 20}})
-      .node("one", "ColumnSelector", {{"indices", "0"}})
-      .wire("data", "tensor", "one", "tensor")
-      .node("norm", "Normalize", {{"axis", 0}})
-      .wire("one", "tensor", "norm", "tensor")
+      .source("img", "ImageReader", {{"path", "p.png"}})
       .node("tree", "DecisionTreeClassifier")
-      .wire("norm", "stats", "tree", "x_train")
+      .wire("data", "tensor", "tree", "x_train")
       .wire("data", "labels", "tree", "y_train")
-      .wire("data", "tensor", "tree", "x_query");
-  e = run_error(w.g);
-  EXPECT_EQ(e.node_id(), "tree");
-  EXPECT_EQ(e.field(), "input \"x_train\"");
+      .wire("img", "tensor", "tree", "x_query");
+  try {
+    run_graph(w.g, dir.path());
+    ADD_FAILURE() << "the graph ran";
+  } catch (const NodeError& err) {
+    EXPECT_EQ(err.node_id(), "tree");
+    EXPECT_EQ(err.field(), "input \"x_query\"");
+    EXPECT_EQ(err.detail(), "expected a 2-D tensor [samples, features], got shape [3, 1, 2]");
+  }
 
   // TrainTestSplit with mismatched lengths.
   GraphBuilder s;
