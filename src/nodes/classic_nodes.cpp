@@ -202,7 +202,7 @@ void register_svm(NodeRegistry& r) {
           o.gamma = ctx.param_string("gamma");
           cl::SvmResult res;
           try {
-            res = cl::fit_predict_svm(s.x_train, s.y.index, s.num_classes(), s.x_query, o);
+            res = cl::fit_predict_svm(s.x_train, s.y.index, s.x_query, o);
           } catch (const std::invalid_argument& e) {
             NodeContext::fail_param("gamma", e.what());
           }

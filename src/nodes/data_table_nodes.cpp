@@ -8,8 +8,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace codefy {
@@ -82,18 +84,7 @@ void check_rows(const torch::Tensor& features, const std::string& features_port,
 
 nlohmann::json to_list(const std::vector<std::string>& items) { return nlohmann::json(items); }
 
-}  // namespace nodes
-
-namespace {
-
-using nodes::read_labels;
-using nodes::read_matrix;
-using nodes::shape_text;
-using nodes::to_list;
-
-}  // namespace
-
-std::vector<std::string> nodes::split_commas(const std::string& text) {
+std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= text.size()) {
@@ -108,7 +99,14 @@ std::vector<std::string> nodes::split_commas(const std::string& text) {
   return out;
 }
 
+}  // namespace nodes
+
 namespace {
+
+using nodes::read_labels;
+using nodes::read_matrix;
+using nodes::shape_text;
+using nodes::to_list;
 
 std::string join_names(const std::vector<std::string>& items) {
   std::string s;

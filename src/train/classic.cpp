@@ -431,7 +431,7 @@ class TreeBuilder {
  public:
   TreeBuilder(const torch::Tensor& x, const torch::Tensor& y, int64_t num_classes, const TreeOptions& o)
       : x_(x.to(torch::kFloat32).contiguous()),
-        y_(y.contiguous()),
+        y_(y.to(torch::kInt64).contiguous()),
         n_(x.size(0)),
         f_(x.size(1)),
         c_(num_classes),
@@ -676,8 +676,8 @@ namespace {
 void quiet(const char*) {}
 }  // namespace
 
-SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_train, int64_t num_classes,
-                          const torch::Tensor& x_query, const SvmOptions& options) {
+SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_train, const torch::Tensor& x_query,
+                          const SvmOptions& options) {
   const torch::Tensor x = x_train.to(torch::kFloat64).contiguous();
   const int64_t n = x.size(0), f = x.size(1);
   svm_parameter param{};
@@ -715,7 +715,8 @@ SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_t
   // groups them, so the solver sees the same problem.
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  const int64_t* y = y_train.data_ptr<int64_t>();
+  const torch::Tensor y_index = y_train.to(torch::kInt64).contiguous();
+  const int64_t* y = y_index.data_ptr<int64_t>();
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return y[a] < y[b]; });
   std::vector<std::vector<svm_node>> rows(static_cast<size_t>(n));
   std::vector<svm_node*> row_ptrs(static_cast<size_t>(n));
@@ -761,7 +762,6 @@ SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_t
     return y[a] != y[b] ? y[a] < y[b] : a < b;
   });
   r.support_vectors = x_train.to(torch::kFloat32).index_select(0, torch::tensor(original, torch::kInt64));
-  (void)num_classes;
   return r;
 }
 

@@ -179,7 +179,7 @@ struct SvmResult {
   torch::Tensor support_vectors;  ///< float32 [n_sv, F], grouped by class, training order within
 };
 /// Throws std::invalid_argument for a bad gamma and std::runtime_error when LIBSVM refuses the problem.
-SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_train, int64_t num_classes,
-                          const torch::Tensor& x_query, const SvmOptions& options);
+SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_train, const torch::Tensor& x_query,
+                          const SvmOptions& options);
 
 }  // namespace codefy::train::classic

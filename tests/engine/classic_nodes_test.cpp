@@ -247,7 +247,7 @@ TEST(ClassicNodes, SvmOnAHandSetFindsTheMarginPoints) {
   o.kernel = "linear";
   o.C = 10;
   const auto r = train::classic::fit_predict_svm(
-      x, y, 2, torch::tensor({-0.1f, 5.f, 0.1f, -5.f, -4.f, 0.f}).reshape({3, 2}), o);
+      x, y, torch::tensor({-0.1f, 5.f, 0.1f, -5.f, -4.f, 0.f}).reshape({3, 2}), o);
   EXPECT_TRUE(torch::equal(r.predictions, torch::tensor({0, 1, 0}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(r.support_vectors, torch::tensor({-1.f, 0.f, 1.f, 0.f}).reshape({2, 2})));
 }
