@@ -212,6 +212,35 @@ TEST(ClassicNodes, LogisticRegressionMatchesNewtonsOptimum) {
   }
 }
 
+TEST(ClassicNodes, LogisticL1SatisfiesItsOptimalityConditions) {
+  // Two moons and a pure-noise third column; with an L1 penalty the optimum
+  // has, per weight, gradient = -reg * sign(w) where w != 0 and
+  // |gradient| <= reg where w == 0 (reg = 1 / (C n) on the mean loss).
+  const auto p = train::classic::make_moons(200, 0.2, 3);
+  train::classic::NumpyRandom rng(11);
+  torch::Tensor noise = torch::empty({200, 1}, torch::kFloat64);
+  for (int64_t i = 0; i < 200; ++i) noise[i][0] = rng.gauss();
+  const torch::Tensor x = torch::cat({p.x, noise}, 1);
+  const torch::Tensor y = torch::tensor(p.y, torch::kInt64);
+  train::classic::LogisticOptions o;
+  o.penalty = "l1";
+  o.C = 0.05;
+  o.max_iter = 5000;
+  const auto m = train::classic::fit_logistic(x, y, 2, o);
+  const torch::Tensor w = m.coef.clone().requires_grad_(true), b = m.intercept.clone().requires_grad_(true);
+  torch::binary_cross_entropy_with_logits((x.matmul(w.t()) + b).squeeze(1), y.to(torch::kFloat64)).backward();
+  const double reg = 1.0 / (o.C * 200);
+  EXPECT_NEAR(b.grad().item<double>(), 0.0, 1e-5);
+  for (int64_t j = 0; j < 3; ++j) {
+    const double wj = m.coef[0][j].item<double>(), gj = w.grad()[0][j].item<double>();
+    if (wj != 0.0)
+      EXPECT_NEAR(gj + reg * (wj > 0 ? 1 : -1), 0.0, 1e-5) << "feature " << j;
+    else
+      EXPECT_LE(std::abs(gj), reg + 1e-9) << "feature " << j;
+  }
+  EXPECT_EQ(m.coef[0][2].item<double>(), 0.0) << "the noise column is worth less than its penalty";
+}
+
 TEST(ClassicNodes, DecisionTreeMatchesAPlainCart) {
   for (const auto& c : golden()["tree"]) {
     SCOPED_TRACE(c["dataset"].get<std::string>());
