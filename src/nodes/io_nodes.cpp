@@ -276,20 +276,17 @@ void register_visualize(NodeRegistry& r) {
         });
 }
 
-/// A PNG file as CodefyUI's ImageReader gives it (PIL's convert(mode), then
+/// A PNG as CodefyUI's ImageReader gives it (PIL's convert(mode), then
 /// ToTensor): float32 (C, H, W) in [0, 1], C = 3 (RGB), 1 (L) or 4 (RGBA).
 /// Alpha is dropped, not composited, for RGB and L, and L is PIL's
-/// (299 R + 587 G + 114 B) / 1000 in its fixed-point form.
-torch::Tensor read_png(const std::filesystem::path& path, const std::string& mode) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&image, path.c_str()))
-    throw std::runtime_error("cannot read PNG " + path.string() + ": " + image.message);
+/// (299 R + 587 G + 114 B) / 1000 in its fixed-point form. `image` has been
+/// opened by png_image_begin_read_*; `what` names the source in errors.
+torch::Tensor decode_png(png_image& image, const std::string& mode, const std::string& what) {
   image.format = PNG_FORMAT_RGBA;
   std::vector<uint8_t> pixels(PNG_IMAGE_SIZE(image));
   if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
     png_image_free(&image);
-    throw std::runtime_error("cannot decode PNG " + path.string() + ": " + image.message);
+    throw std::runtime_error("cannot decode PNG " + what + ": " + image.message);
   }
   const auto h = static_cast<int64_t>(image.height), w = static_cast<int64_t>(image.width);
   torch::Tensor rgba = torch::from_blob(pixels.data(), {h, w, 4}, torch::kUInt8).permute({2, 0, 1}).to(torch::kInt32);
@@ -302,6 +299,25 @@ torch::Tensor read_png(const std::filesystem::path& path, const std::string& mod
     out = rgba.narrow(0, 0, 3);
   }
   return out.to(torch::kFloat32).div_(255.0f).contiguous();
+}
+
+torch::Tensor read_png(const std::filesystem::path& path, const std::string& mode) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&image, path.c_str()))
+    throw std::runtime_error("cannot read PNG " + path.string() + ": " + image.message);
+  return decode_png(image, mode, path.string());
+}
+
+/// A PNG sent as base64 text (an optional `data:image/png;base64,` prefix is skipped), as RGB.
+torch::Tensor read_png_base64(const std::string& text) {
+  const size_t comma = text.rfind("data:", 0) == 0 ? text.find(',') : std::string::npos;
+  const std::string bytes = util::base64_decode(comma == std::string::npos ? text : text.substr(comma + 1));
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
+    throw std::runtime_error(std::string("the base64 payload is not a PNG: ") + image.message);
+  return decode_png(image, "RGB", "from base64");
 }
 
 /// Resizes a (C, H, W) image in [0, 1] to size x size with antialiased
@@ -349,11 +365,12 @@ Value graph_input_value(const NodeContext& ctx) {
   const std::string field = injected ? "value" : "default";
   auto fail = [&](const std::string& why) -> Value { NodeContext::fail_param(field, why); };
   if (type == "image") {
-    if (injected) return fail("an image is sent by an API caller as base64, which Codefy does not decode yet; set "
-                              "'default' to a PNG file");
-    if (v.get<std::string>().empty()) return fail("type=image needs 'default' set to a PNG file for canvas runs");
+    // An API caller sends the PNG as base64; a canvas run names a file.
+    if (!v.is_string()) return fail("expected base64 image string, got " + std::string(v.type_name()));
+    if (!injected && v.get<std::string>().empty())
+      return fail("type=image needs 'default' set to a PNG file for canvas runs");
     try {
-      return read_png(ctx.resolve_path(v.get<std::string>()), "RGB");
+      return injected ? read_png_base64(v.get<std::string>()) : read_png(ctx.resolve_path(v.get<std::string>()), "RGB");
     } catch (const std::exception& e) {
       NodeContext::fail_param(field, e);
     }

@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "nodes/library.h"
 #include "train/classic.h"
+#include "util/text.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -16,6 +17,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace codefy {
 namespace {
@@ -385,6 +387,19 @@ TEST(ClassicNodes, GraphInputParsesItsDefaultAndGraphOutputPassesItOn) {
   const NodeError e = run_error(GraphBuilder().source("in", "GraphInput", {{"type", "number"}, {"default", "x"}}).g);
   EXPECT_EQ(e.field(), "param \"default\"");
   EXPECT_NE(e.detail().find("does not parse as number"), std::string::npos) << e.what();
+}
+
+TEST(ClassicNodes, GraphInputDecodesAnInjectedBase64Png) {
+  codefy::testing::TempDir dir("graph_input_png");
+  write_png(dir.path() / "p.png");
+  std::ifstream in(dir.path() / "p.png", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto r = run_graph(GraphBuilder()
+                         .source("in", "GraphInput",
+                                 {{"type", "image"}, {"value", "data:image/png;base64," + util::base64_encode(bytes)}})
+                         .g);
+  EXPECT_TRUE(torch::equal(std::get<torch::Tensor>(r.outputs["in"]["value"]),
+                           torch::tensor({1.f, 0.f, 0.f, 0.f, 0.f, 1.f}).reshape({3, 1, 2})));
 }
 
 TEST(ClassicNodes, BadInputNamesTheNodeThePortAndBothShapes) {
