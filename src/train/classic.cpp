@@ -301,34 +301,38 @@ EncodedLabels encode_labels(const std::vector<std::string>& labels) {
 
 Prediction knn_predict(const torch::Tensor& x_train, const torch::Tensor& y_train, int64_t num_classes,
                        const torch::Tensor& x_query, const KnnOptions& options) {
-  const torch::Tensor a = x_query.to(torch::kFloat64), b = x_train.to(torch::kFloat64);
-  torch::Tensor dist;
-  if (options.metric == "cosine") {
-    auto unit = [](const torch::Tensor& t) {
-      const torch::Tensor norm = t.norm(2, 1, true);
-      return t / torch::where(norm == 0, torch::ones_like(norm), norm);
-    };
-    dist = 1.0 - unit(a).matmul(unit(b).t());
-  } else {
-    double p = 2.0;
-    if (options.metric == "manhattan") p = 1.0;
-    if (options.metric == "chebyshev") p = std::numeric_limits<double>::infinity();
+  const torch::Tensor train = x_train.to(torch::kFloat64), query = x_query.to(torch::kFloat64);
+  const torch::Tensor labels = y_train.to(torch::kInt64);
+  auto unit = [](const torch::Tensor& t) {
+    const torch::Tensor norm = t.norm(2, 1, true);
+    return t / torch::where(norm == 0, torch::ones_like(norm), norm);
+  };
+  const bool cosine = options.metric == "cosine";
+  const torch::Tensor train_unit = cosine ? unit(train) : torch::Tensor();
+  double p = 2.0;
+  if (options.metric == "manhattan") p = 1.0;
+  if (options.metric == "chebyshev") p = std::numeric_limits<double>::infinity();
+  const int64_t k = std::min<int64_t>(options.n_neighbors, train.size(0));
+  const int64_t m = query.size(0);
+  torch::Tensor proba = torch::zeros({m, num_classes}, torch::kFloat64);
+  // Queries in chunks, so the distance matrix stays near 2^24 entries however large the data.
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 24) / std::max<int64_t>(1, train.size(0)));
+  for (int64_t start = 0; start < m; start += chunk) {
+    const torch::Tensor a = query.narrow(0, start, std::min(chunk, m - start));
     // Exact differences, not the |a|^2 + |b|^2 - 2ab shortcut, so near ties order as they truly are.
-    dist = torch::cdist(a, b, p, 2);
+    const torch::Tensor dist = cosine ? 1.0 - unit(a).matmul(train_unit.t()) : torch::cdist(a, train, p, 2);
+    // A stable sort keeps, among equal distances, the training row that comes first.
+    const auto sorted = dist.sort(/*stable=*/true, 1, false);
+    const torch::Tensor nd = std::get<0>(sorted).narrow(1, 0, k), ni = std::get<1>(sorted).narrow(1, 0, k);
+    torch::Tensor weights = torch::ones_like(nd);
+    if (options.distance_weights) {
+      // 1 / d; a query that coincides with training rows takes only their votes.
+      const torch::Tensor exact = (nd == 0).any(1, true);
+      weights = torch::where(exact, (nd == 0).to(torch::kFloat64), 1.0 / nd);
+    }
+    const torch::Tensor votes = labels.index_select(0, ni.reshape(-1)).reshape(ni.sizes());
+    proba.narrow(0, start, a.size(0)).scatter_add_(1, votes, weights);
   }
-  const int64_t k = std::min<int64_t>(options.n_neighbors, x_train.size(0));
-  // A stable sort keeps, among equal distances, the training row that comes first.
-  const auto sorted = dist.sort(/*stable=*/true, 1, false);
-  const torch::Tensor nd = std::get<0>(sorted).narrow(1, 0, k), ni = std::get<1>(sorted).narrow(1, 0, k);
-  torch::Tensor weights = torch::ones_like(nd);
-  if (options.distance_weights) {
-    // 1 / d; a query that coincides with training rows takes only their votes.
-    const torch::Tensor exact = (nd == 0).any(1, true);
-    weights = torch::where(exact, (nd == 0).to(torch::kFloat64), 1.0 / nd);
-  }
-  const torch::Tensor votes = y_train.index_select(0, ni.reshape(-1)).reshape(ni.sizes());
-  torch::Tensor proba = torch::zeros({x_query.size(0), num_classes}, torch::kFloat64);
-  proba.scatter_add_(1, votes, weights);
   proba = proba / proba.sum(1, true);
   return {proba.argmax(1), proba};
 }

@@ -199,6 +199,20 @@ TEST(ClassicNodes, KnnMatchesBruteForceVotes) {
   }
 }
 
+TEST(ClassicNodes, KnnGivesTheSameVotesWhenItSplitsTheQueriesIntoChunks) {
+  // 5000 x 5000 distances are more than one chunk of 2^24: the chunked votes
+  // must equal one full distance matrix's top-k.
+  auto gen = at::detail::createCPUGenerator(3);
+  const torch::Tensor x = torch::rand({5000, 2}, gen, torch::kFloat64);
+  const torch::Tensor y = (x.select(1, 0) + x.select(1, 1) > 1).to(torch::kInt64);
+  const torch::Tensor q = torch::rand({5000, 2}, gen, torch::kFloat64);
+  const auto p = train::classic::knn_predict(x, y, 2, q, {});
+  const torch::Tensor nearest = std::get<1>(torch::cdist(q, x).topk(5, 1, false));
+  const torch::Tensor votes = y.index_select(0, nearest.reshape(-1)).reshape({5000, 5}).sum(1);
+  EXPECT_TRUE(torch::equal(p.classes, (votes >= 3).to(torch::kInt64)));
+  EXPECT_TRUE(torch::allclose(p.probabilities.select(1, 1), votes.to(torch::kFloat64) / 5));
+}
+
 TEST(ClassicNodes, LogisticRegressionMatchesNewtonsOptimum) {
   for (const auto& c : golden()["logistic"]) {
     SCOPED_TRACE(c["dataset"].get<std::string>());
