@@ -13,7 +13,8 @@ packages=(
   libcli11-dev            # command-line parsing (header-only)
   libboost1.81-dev        # Boost.Beast/Asio for the server (header-only)
   libgtest-dev            # unit tests
-  libpng-dev zlib1g-dev   # Visualize's PNG output; .gz idx files
+  libpng-dev zlib1g-dev   # Visualize's PNG output, ImageReader; .gz idx files
+  libsvm-dev              # LIBSVM, what scikit-learn's SVC wraps: SVMClassifier
   libplplot-dev plplot-driver-cairo  # Visualize's plots: PLplot draws axes, text and data; its memcairo driver renders in memory
   dataset-fashion-mnist   # the Fashion-MNIST idx files for the main example
   chromium                # the editor's browser tests (Playwright drives it; it never downloads a browser)

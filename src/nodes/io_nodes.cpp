@@ -1,4 +1,5 @@
-// IO: ModelSaver, ModelLoader, Inference, CheckpointSaver, CheckpointLoader, and Visualize.
+// IO: ModelSaver, ModelLoader, Inference, CheckpointSaver, CheckpointLoader, Visualize, ImageReader,
+// and GraphInput / GraphOutput (a graph's declared inputs and outputs).
 #include "nodes/library.h"
 #include "plot/plot.h"
 #include "train/checkpoint.h"
@@ -6,6 +7,11 @@
 #include "util/text.h"
 
 #include <torch/torch.h>
+
+#include <png.h>
+
+#include <cctype>
+#include <cmath>
 
 namespace codefy {
 
@@ -273,6 +279,177 @@ void register_visualize(NodeRegistry& r) {
         });
 }
 
+/// A PNG as CodefyUI's ImageReader gives it (PIL's convert(mode), then
+/// ToTensor): float32 (C, H, W) in [0, 1], C = 3 (RGB), 1 (L) or 4 (RGBA).
+/// Alpha is dropped, not composited, for RGB and L, and L is PIL's
+/// (299 R + 587 G + 114 B) / 1000 in its fixed-point form. `image` has been
+/// opened by png_image_begin_read_*; `what` names the source in errors.
+torch::Tensor decode_png(png_image& image, const std::string& mode, const std::string& what) {
+  image.format = PNG_FORMAT_RGBA;
+  std::vector<uint8_t> pixels(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
+    png_image_free(&image);
+    throw std::runtime_error("cannot decode PNG " + what + ": " + image.message);
+  }
+  const auto h = static_cast<int64_t>(image.height), w = static_cast<int64_t>(image.width);
+  torch::Tensor rgba = torch::from_blob(pixels.data(), {h, w, 4}, torch::kUInt8).permute({2, 0, 1}).to(torch::kInt32);
+  torch::Tensor out;
+  if (mode == "RGBA") {
+    out = rgba;
+  } else if (mode == "L") {
+    out = (rgba[0] * 19595 + rgba[1] * 38470 + rgba[2] * 7471 + 0x8000).div(65536, "floor").unsqueeze(0);
+  } else {
+    out = rgba.narrow(0, 0, 3);
+  }
+  return out.to(torch::kFloat32).div_(255.0f).contiguous();
+}
+
+torch::Tensor read_png(const std::filesystem::path& path, const std::string& mode) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&image, path.c_str()))
+    throw std::runtime_error("cannot read PNG " + path.string() + ": " + image.message);
+  return decode_png(image, mode, path.string());
+}
+
+/// A PNG sent as base64 text (an optional `data:image/png;base64,` prefix is skipped), as RGB.
+torch::Tensor read_png_base64(const std::string& text) {
+  const size_t comma = text.rfind("data:", 0) == 0 ? text.find(',') : std::string::npos;
+  const std::string bytes = util::base64_decode(comma == std::string::npos ? text : text.substr(comma + 1));
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
+    throw std::runtime_error(std::string("the base64 payload is not a PNG: ") + image.message);
+  return decode_png(image, "RGB", "from base64");
+}
+
+/// Resizes a (C, H, W) image in [0, 1] to size x size with antialiased
+/// bilinear filtering (as PIL's resize does), rounded to 8-bit levels.
+torch::Tensor resize_image(const torch::Tensor& img, int64_t size) {
+  namespace F = torch::nn::functional;
+  torch::Tensor r = F::interpolate((img * 255.0f).unsqueeze(0), F::InterpolateFuncOptions()
+                                                                    .size(std::vector<int64_t>{size, size})
+                                                                    .mode(torch::kBilinear)
+                                                                    .align_corners(false)
+                                                                    .antialias(true));
+  return r.squeeze(0).round().clamp(0, 255).div(255.0f).contiguous();
+}
+
+void register_image_reader(NodeRegistry& r) {
+  r.add({"ImageReader",
+         "IO",
+         "Read an image file from disk and output as a tensor (C, H, W) with values in [0, 1]",
+         {},
+         {def::out("image", DataType::kImage, "Image as tensor (C, H, W)"),
+          def::out("tensor", DataType::kTensor, "Same image as generic tensor")},
+         {def::file("path", "", "PNG image file, relative to the graph file", graph::ParamType::kDataFile),
+          def::select("mode", "RGB", {"RGB", "L", "RGBA"}, "Color mode for the loaded image"),
+          def::integer("resize", 0, "Resize image to a (resize, resize) square (0 = no resize)", 0)}},
+        [](NodeContext& ctx) {
+          torch::Tensor img;
+          try {
+            img = read_png(ctx.param_path("path"), ctx.param_string("mode"));
+          } catch (const std::exception& e) {
+            NodeContext::fail_param("path", e);
+          }
+          const int64_t size = ctx.param_int("resize");
+          if (size > 0) img = resize_image(img, size);
+          return ValueMap{{"image", img}, {"tensor", img}};
+        },
+        def::files_fingerprint({"path"}));
+}
+
+/// GraphInput's value as CodefyUI coerces it: `value` (injected by an API
+/// caller, strict JSON types) or the `default` param parsed per `type`.
+Value graph_input_value(const NodeContext& ctx) {
+  const std::string type = ctx.param_string("type");
+  const bool injected = ctx.params().contains("value");
+  nlohmann::json v = injected ? ctx.params().at("value") : nlohmann::json(ctx.param_string("default"));
+  const std::string field = injected ? "value" : "default";
+  auto fail = [&](const std::string& why) -> Value { NodeContext::fail_param(field, why); };
+  if (type == "image") {
+    // An API caller sends the PNG as base64; a canvas run names a file.
+    if (!v.is_string()) return fail("expected base64 image string, got " + std::string(v.type_name()));
+    if (!injected && v.get<std::string>().empty())
+      return fail("type=image needs 'default' set to a PNG file for canvas runs");
+    try {
+      return injected ? read_png_base64(v.get<std::string>()) : read_png(ctx.resolve_path(v.get<std::string>()), "RGB");
+    } catch (const std::exception& e) {
+      NodeContext::fail_param(field, e);
+    }
+  }
+  if (!injected && type != "string") {
+    // The canvas default is text, parsed per type.
+    std::string text = v.get<std::string>();
+    const std::string raw = text;
+    text.erase(0, text.find_first_not_of(" \t\n"));
+    text.erase(text.find_last_not_of(" \t\n") + 1);
+    if (type == "boolean") {
+      std::string lower;
+      for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower != "true" && lower != "false") return fail("\"" + raw + "\" does not parse as boolean (use 'true'/'false')");
+      v = lower == "true";
+    } else {
+      v = nlohmann::json::parse(type == "json" ? raw : text, nullptr, false);
+      if (v.is_discarded() || (type != "json" && !v.is_number()))
+        return fail("\"" + raw + "\" does not parse as " + type);
+    }
+  }
+  if (type == "string") {
+    if (!v.is_string()) return fail("expected string, got " + std::string(v.type_name()));
+    return v.get<std::string>();
+  }
+  if (type == "number" || type == "integer") {
+    if (!v.is_number()) return fail("expected " + type + ", got " + std::string(v.type_name()));
+    const double d = v.get<double>();
+    if (type == "integer" && std::floor(d) != d) return fail("expected integer, got non-integral number " + v.dump());
+    return d;
+  }
+  if (type == "boolean" && !v.is_boolean()) return fail("expected boolean, got " + std::string(v.type_name()));
+  return v;  // boolean and json stay JSON
+}
+
+void register_graph_input(NodeRegistry& r) {
+  r.add({"GraphInput",
+         "IO",
+         "Declare a named graph input and output its value",
+         {},
+         {def::out("value", DataType::kAny, "Value supplied by the API caller (or 'default' when run on canvas)")},
+         {def::text("name", "input",
+                    "Contract name of this input. Must match ^[a-zA-Z_][a-zA-Z0-9_]{0,63}$ (letters, digits, "
+                    "underscore; not starting with a digit)."),
+          def::select("type", "string", {"string", "number", "integer", "boolean", "json", "image"},
+                      "JSON type API callers must send for this input."),
+          def::boolean("required", true,
+                       "When false, API callers may omit this input and 'default' applies. Image inputs must stay "
+                       "required."),
+          def::text("default", "",
+                    "ALWAYS the canvas test value; an API-side fallback ONLY when required=false. Parsed per 'type' "
+                    "(string parsing applies here only). For type=image: a PNG file path used only by canvas runs."),
+          def::text("description", "", "Shown in the contract for self-documenting APIs.")}},
+        [](NodeContext& ctx) { return ValueMap{{"value", graph_input_value(ctx)}}; },
+        // An image default is a file: its size and time are part of the cache key.
+        [](const nlohmann::json& params, const std::filesystem::path& base_dir) -> std::string {
+          if (params.contains("value") || params.at("type") != "image") return "";
+          return file_stamp(resolve_path(params.at("default").get<std::string>(), base_dir));
+        });
+}
+
+void register_graph_output(NodeRegistry& r) {
+  r.add({"GraphOutput",
+         "IO",
+         "Declares a named output of this graph — returned to API callers by POST /api/graph/run under this node's "
+         "'name'. Connect the value you want the graph to return.",
+         {def::in("value", DataType::kAny, "The value to return under this output's name")},
+         {},
+         {def::text("name", "output",
+                    "Contract name of this output. Must match ^[a-zA-Z_][a-zA-Z0-9_]{0,63}$ (letters, digits, "
+                    "underscore; not starting with a digit)."),
+          def::text("description", "", "Shown in the contract for self-documenting APIs.")}},
+        // Pass-through: the run's outputs carry the value under this node, for the inspector and callers.
+        [](NodeContext& ctx) { return ValueMap{{"value", ctx.input("value")}}; });
+}
+
 }  // namespace
 
 void nodes::register_io_nodes(NodeRegistry& r) {
@@ -282,6 +459,9 @@ void nodes::register_io_nodes(NodeRegistry& r) {
   register_checkpoint_saver(r);
   register_checkpoint_loader(r);
   register_visualize(r);
+  register_image_reader(r);
+  register_graph_input(r);
+  register_graph_output(r);
 }
 
 }  // namespace codefy

@@ -11,6 +11,8 @@ const NodeRegistry& builtin() {
     register_training_nodes(r);
     register_io_nodes(r);
     register_layer_nodes(r);
+    register_data_table_nodes(r);
+    register_classic_nodes(r);
     return r;
   }();
   return registry;

@@ -16,5 +16,7 @@ void register_model_nodes(NodeRegistry& r);
 void register_training_nodes(NodeRegistry& r);
 void register_io_nodes(NodeRegistry& r);
 void register_layer_nodes(NodeRegistry& r);
+void register_data_table_nodes(NodeRegistry& r);
+void register_classic_nodes(NodeRegistry& r);
 
 }  // namespace codefy::nodes

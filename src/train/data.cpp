@@ -242,7 +242,8 @@ std::vector<CsvRecord> parse_csv(const std::string& text, const fs::path& path) 
   return records;
 }
 
-/// Parses a whole field as a number, independent of the C locale.
+}  // namespace
+
 std::optional<double> parse_number(const std::string& s) {
   if (s.empty()) return std::nullopt;
   const char* begin = s.data();
@@ -253,8 +254,6 @@ std::optional<double> parse_number(const std::string& s) {
   if (ec != std::errc() || ptr != end) return std::nullopt;
   return value;
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------
 
@@ -371,6 +370,33 @@ Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir
 }
 
 // ---------------------------------------------------------------------------
+
+CsvTable read_csv_table(const fs::path& path, bool has_header) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw std::runtime_error("CSV file not found: " + path.string());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open CSV file: " + path.string());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::vector<CsvRecord> records = parse_csv(buffer.str(), path);
+  if (records.empty()) throw std::runtime_error("CSV file is empty: " + path.string());
+  CsvTable t;
+  const size_t num_columns = records.front().fields.size();
+  if (has_header) {
+    t.header = records.front().fields;
+  } else {
+    for (size_t c = 0; c < num_columns; ++c) t.header.push_back(std::to_string(c));
+  }
+  for (size_t r = has_header ? 1 : 0; r < records.size(); ++r) {
+    if (records[r].fields.size() != num_columns) {
+      throw std::runtime_error("ragged CSV row at line " + std::to_string(records[r].line) + " of " + path.string() +
+                               ": " + std::to_string(records[r].fields.size()) + " fields, the first row has " +
+                               std::to_string(num_columns));
+    }
+    t.rows.push_back(std::move(records[r].fields));
+  }
+  return t;
+}
 
 Dataset load_csv(const fs::path& path, const CsvOptions& options) {
   std::error_code ec;

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,18 @@ struct CsvOptions {
 };
 /// Reads a CSV file with a header row into a dataset.
 Dataset load_csv(const std::filesystem::path& path, const CsvOptions& options);
+
+/// A CSV file as text cells (RFC 4180, as load_csv reads it): the column
+/// names and the data rows, each with one cell per column.
+struct CsvTable {
+  std::vector<std::string> header;  ///< the first row, or "0", "1", ... without a header row
+  std::vector<std::vector<std::string>> rows;
+};
+/// A whole CSV field as a number, independent of the C locale; nullopt when it is not one.
+std::optional<double> parse_number(const std::string& s);
+/// Reads `path`; throws std::runtime_error naming the file on a missing,
+/// empty or ragged one.
+CsvTable read_csv_table(const std::filesystem::path& path, bool has_header);
 
 /// Options for make_synthetic.
 struct SyntheticOptions {
