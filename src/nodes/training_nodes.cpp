@@ -236,7 +236,7 @@ void register_training_loop(NodeRegistry& r) {
       const auto& world = ctx.run().data_parallel;
       if (!world) {
         ctx.warn("strategy ddp needs several processes and this run is one (start it with `codefy run "
-                 "--nproc-per-node N`, or a server worker with a process count); training in a single process");
+                 "--nproc-per-node N`); training in a single process");
       } else if (world->world_size() < 2) {
         ctx.warn("strategy ddp with a world of 1 process: training in a single process");
       } else {
