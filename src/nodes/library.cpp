@@ -10,6 +10,8 @@ const NodeRegistry& builtin() {
     register_model_nodes(r);
     register_training_nodes(r);
     register_io_nodes(r);
+    register_tensor_nodes(r);
+    register_generative_nodes(r);
     return r;
   }();
   return registry;

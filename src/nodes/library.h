@@ -15,5 +15,7 @@ void register_data_nodes(NodeRegistry& r);
 void register_model_nodes(NodeRegistry& r);
 void register_training_nodes(NodeRegistry& r);
 void register_io_nodes(NodeRegistry& r);
+void register_tensor_nodes(NodeRegistry& r);
+void register_generative_nodes(NodeRegistry& r);
 
 }  // namespace codefy::nodes
