@@ -100,8 +100,10 @@ void flatten_values(const nlohmann::json& v, std::vector<double>& out) {
 }
 
 void register_tensor_input(NodeRegistry& r) {
-  graph::ParamDef values{"values", graph::ParamType::kTensorGrid, nullptr,
-                         "Nested list of values (used when value_mode=explicit)"};
+  graph::ParamDef values;
+  values.name = "values";
+  values.type = graph::ParamType::kTensorGrid;
+  values.description = "Nested list of values (used when value_mode=explicit)";  // default: null
   r.add({"TensorInput",
          "Data",
          "Teaching entry point — inline tensor editor with explicit values, random, zeros, ones, or arange. "
