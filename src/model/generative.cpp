@@ -1,12 +1,11 @@
 #include "model/generative.h"
 
-#include "util/parse.h"
+#include "util/list.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 namespace codefy::model {
@@ -102,20 +101,13 @@ torch::Tensor DiffusionResBlockImpl::forward(const torch::Tensor& x, const torch
 }
 
 std::vector<int64_t> parse_channel_mult(const std::string& text) {
-  std::vector<int64_t> mults;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    const auto b = part.find_first_not_of(" \t"), e = part.find_last_not_of(" \t");
-    if (b == std::string::npos) continue;
-    const auto v = util::parse_int(part.substr(b, e - b + 1));
-    if (!v) throw std::invalid_argument("\"" + text + "\" is not a comma-separated list of whole numbers");
-    if (*v <= 0) throw std::invalid_argument("channel multipliers must be positive, got " + std::to_string(*v));
-    mults.push_back(*v);
-  }
-  if (mults.empty()) throw std::invalid_argument("channel_mult is empty");
-  if (mults.size() > 8) throw std::invalid_argument("at most 8 levels, got " + std::to_string(mults.size()));
-  return mults;
+  const auto mults = util::parse_int_list(text);
+  if (!mults) throw std::invalid_argument("\"" + text + "\" is not a comma-separated list of whole numbers");
+  if (mults->empty()) throw std::invalid_argument("channel_mult is empty");
+  if (mults->size() > 8) throw std::invalid_argument("at most 8 levels, got " + std::to_string(mults->size()));
+  for (int64_t m : *mults)
+    if (m <= 0) throw std::invalid_argument("channel multipliers must be positive, got " + std::to_string(m));
+  return *mults;
 }
 
 std::pair<std::string, std::string> check_unet_options(const UNetOptions& o) {

@@ -1,9 +1,8 @@
 #include "nodes/tensor_checks.h"
 
-#include "util/parse.h"
+#include "util/list.h"
 
 #include <algorithm>
-#include <sstream>
 
 namespace codefy::nodes {
 
@@ -21,18 +20,10 @@ torch::Tensor tensor_input(const NodeContext& ctx, const std::string& port) {
 
 std::vector<int64_t> int_list_param(const NodeContext& ctx, const std::string& name, bool allow_empty) {
   const std::string text = ctx.param_string(name);
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    const auto b = part.find_first_not_of(" \t"), e = part.find_last_not_of(" \t");
-    if (b == std::string::npos) continue;
-    const auto v = util::parse_int(part.substr(b, e - b + 1));
-    if (!v) NodeContext::fail_param(name, "\"" + text + "\" is not a comma-separated list of whole numbers");
-    out.push_back(*v);
-  }
-  if (out.empty() && !allow_empty) NodeContext::fail_param(name, "needs at least one whole number");
-  return out;
+  const auto values = util::parse_int_list(text);
+  if (!values) NodeContext::fail_param(name, "\"" + text + "\" is not a comma-separated list of whole numbers");
+  if (values->empty() && !allow_empty) NodeContext::fail_param(name, "needs at least one whole number");
+  return *values;
 }
 
 std::vector<int64_t> shape_param(const NodeContext& ctx, const std::string& name) {

@@ -6,6 +6,7 @@
 // (tensor_checks.h) so a mismatch names the port and both shapes.
 #include "nodes/library.h"
 #include "nodes/tensor_checks.h"
+#include "util/list.h"
 #include "util/text.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -13,7 +14,6 @@
 #include <algorithm>
 #include <limits>
 #include <set>
-#include <sstream>
 
 namespace codefy {
 
@@ -308,14 +308,7 @@ void register_cosine_similarity(NodeRegistry& r) {
                                                         std::to_string(k.size(0)) + " keys " + nodes::shape_text(k.sizes()));
           }
           std::set<std::string> excludes;
-          {
-            std::stringstream in(ctx.param_string("exclude_self_words"));
-            std::string w;
-            while (std::getline(in, w, ',')) {
-              const auto b = w.find_first_not_of(" \t"), e = w.find_last_not_of(" \t");
-              if (b != std::string::npos) excludes.insert(util::lower(w.substr(b, e - b + 1)));
-            }
-          }
+          for (const auto& w : util::split_list(ctx.param_string("exclude_self_words"))) excludes.insert(util::lower(w));
           namespace F = torch::nn::functional;
           const auto unit = F::NormalizeFuncOptions().dim(1).eps(1e-12);
           const torch::Tensor sim = torch::matmul(F::normalize(q, unit), F::normalize(k, unit).t());
