@@ -83,9 +83,12 @@ std::string check_param_value(const ParamDef& def, const json& v) {
       if (!v.is_string()) return "expected a string, got " + describe(v);
       if (def.required && v.get<std::string>().empty()) return "must not be empty";
       break;
-    case ParamType::kTensorGrid:
-      if (!v.is_array()) return "expected a nested list of numbers, got " + describe(v);
+    case ParamType::kTensorGrid: {
+      // A list, or the text of one (what an editor without a grid widget sends).
+      const json list = v.is_string() ? json::parse(v.get<std::string>(), nullptr, false) : v;
+      if (!list.is_array()) return "expected a nested list of numbers, got " + describe(v);
       break;
+    }
   }
   if (number) {
     if (def.min_value && *number < *def.min_value)

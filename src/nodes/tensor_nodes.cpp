@@ -129,7 +129,9 @@ void register_tensor_input(NodeRegistry& r) {
           for (int64_t d : shape) numel *= d;
           torch::Tensor t;
           if (mode == "explicit") {
-            const nlohmann::json& given = ctx.params().at("values");
+            nlohmann::json given = ctx.params().at("values");
+            if (given.is_string()) given = nlohmann::json::parse(given.get<std::string>(), nullptr, false);  // a list's text
+            if (given.is_discarded()) NodeContext::fail_param("values", "is not a nested list of numbers");
             if (given.is_null()) NodeContext::fail_param("values", "value_mode=explicit requires 'values' to be set");
             std::vector<double> flat;
             flatten_values(given, flat);

@@ -138,6 +138,19 @@ TEST(TensorNodes, GoldenFileCoversEveryNewNodeType) {
   EXPECT_EQ(golden()["torch_version"].get<std::string>().rfind("1.13", 0), 0u);
 }
 
+TEST(TensorNodes, TensorInputTakesItsGridAsAListOrAsTheTextOfOne) {
+  const json params = {{"shape", "2,2"}, {"value_mode", "explicit"}, {"values", "[[1, 2.5], [-3, 4]]"}};
+  const ValueMap out = run_node("TensorInput", params, {});
+  expect_tensor(std::get<torch::Tensor>(out.at("tensor")), golden_case("tensor_input_explicit")["outputs"]["tensor"],
+                "tensor");
+  graph::ParamDef grid;
+  grid.type = graph::ParamType::kTensorGrid;
+  EXPECT_EQ(graph::check_param_value(grid, json::parse("[[1, 2], [3, 4]]")), "");
+  EXPECT_EQ(graph::check_param_value(grid, "[[1, 2], [3, 4]]"), "");
+  EXPECT_NE(graph::check_param_value(grid, "1, 2"), "");
+  EXPECT_NE(graph::check_param_value(grid, 3), "");
+}
+
 TEST(TensorNodes, TextInputPassesItsTextThrough) {
   const ValueMap out = run_node("TextInput", {{"value", "king - man + woman"}}, {});
   EXPECT_EQ(std::get<std::string>(out.at("text")), "king - man + woman");
