@@ -70,9 +70,9 @@ void register_reward_model(NodeRegistry& r) {
   d.persistent_state = true;  // ...kept between editor runs, as SequentialModel's
   r.add(std::move(d), [](NodeContext& ctx) {
     const int64_t input_dim = ctx.param_int("input_dim"), hidden_dim = ctx.param_int("hidden_dim");
-    if (input_dim * hidden_dim > (int64_t{1} << 28))
-      NodeContext::fail_param("hidden_dim", "input_dim x hidden_dim = " + std::to_string(input_dim * hidden_dim) +
-                                                " weights is more than a reward head needs (at most 2^28)");
+    if (static_cast<double>(input_dim) * static_cast<double>(hidden_dim) > static_cast<double>(int64_t{1} << 28))
+      NodeContext::fail_param("hidden_dim", "input_dim x hidden_dim is more weights than a reward head needs (at most "
+                                            "2^28)");
     torch::Tensor h;
     if (ctx.has_input("hidden_states")) {  // checked before the head is built
       h = nodes::tensor_input(ctx, "hidden_states").to(torch::kFloat32);

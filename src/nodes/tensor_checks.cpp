@@ -18,11 +18,11 @@ torch::Tensor tensor_input(const NodeContext& ctx, const std::string& port) {
   return ctx.input_as<torch::Tensor>(port);
 }
 
-std::vector<int64_t> int_list_param(const NodeContext& ctx, const std::string& name, bool allow_empty) {
+std::vector<int64_t> int_list_param(const NodeContext& ctx, const std::string& name) {
   const std::string text = ctx.param_string(name);
   const auto values = util::parse_int_list(text);
   if (!values) NodeContext::fail_param(name, "\"" + text + "\" is not a comma-separated list of whole numbers");
-  if (values->empty() && !allow_empty) NodeContext::fail_param(name, "needs at least one whole number");
+  if (values->empty()) NodeContext::fail_param(name, "needs at least one whole number");
   return *values;
 }
 

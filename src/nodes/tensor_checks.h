@@ -23,8 +23,8 @@ torch::Tensor tensor_input(const NodeContext& ctx, const std::string& port);
 
 /// Comma-separated whole numbers from param `name` ("2, 3, 4"); blanks
 /// between commas are skipped. Fails naming the param when a part is not a
-/// whole number, or when there are none and `allow_empty` is false.
-std::vector<int64_t> int_list_param(const NodeContext& ctx, const std::string& name, bool allow_empty = false);
+/// whole number, or when there are none.
+std::vector<int64_t> int_list_param(const NodeContext& ctx, const std::string& name);
 
 /// A shape param for a new tensor: whole numbers >= 0 whose product stays
 /// below 2^40 elements.

@@ -410,7 +410,7 @@ TEST_P(ExampleGolden, RunsAndMatchesPyTorch) {
     expect_tensor(std::get<torch::Tensor>(out), it.value(), key, 1e-4);
   }
   EXPECT_EQ(rec.prints.size(), 1u);
-  EXPECT_LT(r.seconds, 5.0) << "a forward-only teaching graph runs in well under a second on a free core";
+  EXPECT_LT(r.seconds, 30.0) << "a forward-only teaching graph takes well under a second on a free core";
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ExampleGolden, ::testing::ValuesIn(case_names({"example"})), case_name);
