@@ -51,6 +51,7 @@ const char* to_string(ParamType t) {
     case ParamType::kSelect: return "select";
     case ParamType::kModelFile: return "model_file";
     case ParamType::kDataFile: return "data_file";
+    case ParamType::kTensorGrid: return "tensor_grid";
   }
   return "string";
 }

@@ -30,7 +30,8 @@ enum class DataType {
 };
 
 /// The widget/type of a parameter (CodefyUI's ParamType).
-enum class ParamType { kInt, kFloat, kString, kBool, kSelect, kModelFile, kDataFile };
+/// kTensorGrid: a nested list of numbers (TensorInput's inline tensor editor), or null.
+enum class ParamType { kInt, kFloat, kString, kBool, kSelect, kModelFile, kDataFile, kTensorGrid };
 
 /// CodefyUI's spelling ("TENSOR", "LOSS_FN", ...).
 const char* to_string(DataType t);

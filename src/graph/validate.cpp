@@ -83,6 +83,12 @@ std::string check_param_value(const ParamDef& def, const json& v) {
       if (!v.is_string()) return "expected a string, got " + describe(v);
       if (def.required && v.get<std::string>().empty()) return "must not be empty";
       break;
+    case ParamType::kTensorGrid: {
+      // A list, or the text of one (what an editor without a grid widget sends).
+      const json list = v.is_string() ? json::parse(v.get<std::string>(), nullptr, false) : v;
+      if (!list.is_array()) return "expected a nested list of numbers, got " + describe(v);
+      break;
+    }
   }
   if (number) {
     if (def.min_value && *number < *def.min_value)
@@ -91,6 +97,20 @@ std::string check_param_value(const ParamDef& def, const json& v) {
       return "value " + format_number(*number) + " is above the maximum " + format_number(*def.max_value);
   }
   return "";
+}
+
+const std::map<std::string, std::string>& unavailable_node_types() {
+  static const std::map<std::string, std::string> table = {
+      {"HuggingFaceDataset", "it downloads its dataset from the Hugging Face Hub and reads it with the Python datasets library"},
+      {"KaggleDataset", "it downloads its dataset from Kaggle with the Python kaggle client and an API key"},
+      {"EnvWrapper", "it wraps a Gymnasium environment, a Python-only library"},
+      {"WordVector", "its pre-trained GloVe vectors are downloaded at run time"},
+      {"HFTextGenerate", "it downloads a Hugging Face language model and runs it with the Python transformers library"},
+      {"LLMChat", "it sends the prompt to a language-model service over the network"},
+      {"TextEmbedding", "it downloads a sentence-transformers model, a Python-only library"},
+      {"PythonScript", "it runs Python code, and Codefy has no Python interpreter"},
+  };
+  return table;
 }
 
 std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog) { return validate(g, catalog, make_plan(g)); }
@@ -144,7 +164,12 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog, const Pl
     if (!plan.contains(n.id)) continue;
     const NodeDef* def = catalog.find(n.type);
     if (!def) {
-      add(&n, "", "unknown node type \"" + n.type + "\"");
+      const auto& unavailable = unavailable_node_types();
+      const auto why = unavailable.find(n.type);
+      if (why != unavailable.end())
+        add(&n, "", "\"" + n.type + "\" is unavailable in Codefy: " + why->second);
+      else
+        add(&n, "", "unknown node type \"" + n.type + "\"");
       continue;
     }
     for (const auto& in : def->inputs) {

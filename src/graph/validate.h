@@ -6,6 +6,7 @@
 #include "graph/types.h"
 #include "util/errors.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ class ValidationError : public Error {
  private:
   std::vector<Issue> issues_;
 };
+
+/// CodefyUI node types Codefy does not offer because they need a network or
+/// a Python-only library at run time, each with the reason: validation
+/// reports them as unavailable instead of unknown.
+const std::map<std::string, std::string>& unavailable_node_types();
 
 /// Checks a parameter value against its definition; returns the problem or "".
 std::string check_param_value(const ParamDef& def, const json& value);

@@ -13,6 +13,8 @@ const NodeRegistry& builtin() {
     register_layer_nodes(r);
     register_data_table_nodes(r);
     register_classic_nodes(r);
+    register_tensor_nodes(r);
+    register_generative_nodes(r);
     return r;
   }();
   return registry;

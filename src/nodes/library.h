@@ -18,5 +18,7 @@ void register_io_nodes(NodeRegistry& r);
 void register_layer_nodes(NodeRegistry& r);
 void register_data_table_nodes(NodeRegistry& r);
 void register_classic_nodes(NodeRegistry& r);
+void register_tensor_nodes(NodeRegistry& r);
+void register_generative_nodes(NodeRegistry& r);
 
 }  // namespace codefy::nodes
