@@ -9,6 +9,7 @@
 #include "model/modules.h"
 #include "model/params.h"
 #include "nodes/library.h"
+#include "nodes/tensor_checks.h"
 #include "util/parse.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -32,20 +33,15 @@ namespace layer_node {
 namespace {
 
 using graph::DataType;
+using nodes::shape_text;
 using torch::Tensor;
 
 // ---------------------------------------------------------------------------
 // Input checks.
 
-std::string shape_of(const Tensor& t) {
-  std::ostringstream os;
-  os << t.sizes();
-  return os.str();
-}
-
 /// Fails blaming input `port`: what it should have been, and the shape it has.
 [[noreturn]] void fail_shape(const std::string& port, const std::string& expected, const Tensor& got) {
-  NodeContext::fail_input(port, "expected " + expected + ", got a tensor of shape " + shape_of(got));
+  NodeContext::fail_input(port, "expected " + expected + ", got a tensor of shape " + shape_text(got.sizes()));
 }
 
 /// Input `port` as a tensor; a MODEL or a number there is refused by its kind.
@@ -56,7 +52,7 @@ const Tensor& float_input(const NodeContext& ctx, const std::string& port) {
   const Tensor& x = tensor_input(ctx, port);
   if (!x.is_floating_point())
     NodeContext::fail_input(port, "expected a floating-point tensor, got " + torch_dtype_name(x.scalar_type()) +
-                                      " of shape " + shape_of(x));
+                                      " of shape " + shape_text(x.sizes()));
   return x;
 }
 
@@ -292,7 +288,7 @@ void register_embedding(NodeRegistry& r) {
     if (given.scalar_type() == torch::kBool || given.is_complex() ||
         (given.is_floating_point() && given.numel() > 0 && !torch::equal(given, given.trunc())))
       NodeContext::fail_input("tensor", "expected integer indices, got " + torch_dtype_name(given.scalar_type()) +
-                                            " of shape " + shape_of(given) +
+                                            " of shape " + shape_text(given.sizes()) +
                                             (given.is_floating_point() ? " holding fractions" : ""));
     const Tensor indices = given.to(torch::kLong);
     if (indices.numel() > 0) {
@@ -300,7 +296,7 @@ void register_embedding(NodeRegistry& r) {
       if (low < 0 || high >= count)
         NodeContext::fail_input("tensor", "expected indices from 0 to num_embeddings - 1 = " +
                                               std::to_string(count - 1) + ", got values from " + std::to_string(low) +
-                                              " to " + std::to_string(high) + " (shape " + shape_of(given) + ")");
+                                              " to " + std::to_string(high) + " (shape " + shape_text(given.sizes()) + ")");
     }
     auto layer = kept_layer(ctx, [&] {
       nlohmann::json p = {{"num_embeddings", count}, {"embedding_dim", ctx.param_int("embedding_dim")}};
@@ -664,11 +660,11 @@ void register_multi_head_attention(NodeRegistry& r) {
     const Tensor& v = float_input(ctx, "value");
     for (const auto& [port, t] : {std::pair<const char*, const Tensor&>{"query", q}, {"key", k}, {"value", v}}) {
       require_size(port, t, {2, 3}, layout, -1, "embed_dim", "embed_dim", dim);
-      if (t.dim() != q.dim()) fail_shape(port, "as many dimensions as query " + shape_of(q), t);
+      if (t.dim() != q.dim()) fail_shape(port, "as many dimensions as query " + shape_text(q.sizes()), t);
     }
-    if (k.size(0) != v.size(0)) fail_shape("key", "the same seq_len as value " + shape_of(v), k);
+    if (k.size(0) != v.size(0)) fail_shape("key", "the same seq_len as value " + shape_text(v.sizes()), k);
     for (const auto& [port, t] : {std::pair<const char*, const Tensor&>{"key", k}, {"value", v}})
-      if (q.dim() == 3 && t.size(1) != q.size(1)) fail_shape(port, "the same batch as query " + shape_of(q), t);
+      if (q.dim() == 3 && t.size(1) != q.size(1)) fail_shape(port, "the same batch as query " + shape_text(q.sizes()), t);
     auto layer = kept_layer(ctx, [&] {
       const int64_t heads = int_at_least(ctx, "num_heads", 1);
       int_at_least(ctx, "embed_dim", 1);
@@ -751,7 +747,7 @@ void register_transformer_decoder(NodeRegistry& r) {
     require_size("tensor", x, {2, 3}, kSequence, -1, "d_model", "d_model", d_model);
     require_size("memory", memory, {x.dim()}, kSequence, -1, "d_model", "d_model", d_model);
     if (x.dim() == 3 && memory.size(1) != x.size(1))
-      fail_shape("memory", "the same batch as tensor " + shape_of(x), memory);
+      fail_shape("memory", "the same batch as tensor " + shape_text(x.sizes()), memory);
     auto layer = kept_layer(ctx, [&] {
       auto decoder = torch::nn::TransformerDecoder(torch::nn::TransformerDecoderOptions(
           transformer_layer<torch::nn::TransformerDecoderLayerOptions>(ctx), int_at_least(ctx, "num_layers", 1)));
@@ -887,7 +883,7 @@ void register_rnn_cell(NodeRegistry& r) {
       if (h.dim() != 2 || h.size(0) != x.size(0) || h.size(1) != hidden_size)
         fail_shape("hidden",
                    "[batch, hidden_size] = [" + std::to_string(x.size(0)) + ", " + std::to_string(hidden_size) +
-                       "] (batch of tensor " + shape_of(x) + ")",
+                       "] (batch of tensor " + shape_text(x.sizes()) + ")",
                    h);
     }
     auto layer = kept_layer(ctx, [&] {

@@ -371,14 +371,23 @@ Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir
 
 // ---------------------------------------------------------------------------
 
-CsvTable read_csv_table(const fs::path& path, bool has_header) {
+namespace {
+
+/// The whole text of CSV file `path`; a missing or unreadable file says so.
+std::string read_csv_text(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error("CSV file not found: " + path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open CSV file: " + path.string());
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::vector<CsvRecord> records = parse_csv(buffer.str(), path);
+  return buffer.str();
+}
+
+}  // namespace
+
+CsvTable read_csv_table(const fs::path& path, bool has_header) {
+  std::vector<CsvRecord> records = parse_csv(read_csv_text(path), path);
   if (records.empty()) throw std::runtime_error("CSV file is empty: " + path.string());
   CsvTable t;
   const size_t num_columns = records.front().fields.size();
@@ -399,13 +408,7 @@ CsvTable read_csv_table(const fs::path& path, bool has_header) {
 }
 
 Dataset load_csv(const fs::path& path, const CsvOptions& options) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw std::runtime_error("CSV file not found: " + path.string());
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open CSV file: " + path.string());
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_csv_text(path);
 
   std::vector<CsvRecord> records = parse_csv(text, path);
   if (records.empty()) throw std::runtime_error("CSV file is empty: " + path.string());
@@ -480,6 +483,7 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
 
   Dataset ds;
   ds.name = path.stem().string();
+  std::error_code ec;
   fs::path resolved = fs::canonical(path, ec);
   ds.source = (ec ? path : resolved).string();
   ds.inputs = inputs;

@@ -58,7 +58,22 @@ describe('the address', () => {
 describe('palette and toolbar helpers', () => {
   it('groups by category in the server’s order and searches names, categories and descriptions', () => {
     const groups = groupDefinitions(nodeDefs, '');
-    expect(groups.map(([c]) => c)).toEqual(['Control', 'Data', 'IO', 'Training', 'Utility']);
+    expect(groups.map(([c]) => c)).toEqual([
+      'CNN',
+      'Classical',
+      'Control',
+      'Data',
+      'Diffusion',
+      'IO',
+      'LLM',
+      'Normalization',
+      'RL',
+      'RNN',
+      'Tensor Operations',
+      'Training',
+      'Transformer',
+      'Utility',
+    ]);
     expect(groupDefinitions(nodeDefs, 'loader').flatMap(([, l]) => l.map((d) => d.node_name))).toEqual(
       expect.arrayContaining(['DataLoader', 'CheckpointLoader', 'ModelLoader']),
     );
