@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <ostream>
 #include <regex>
 
 namespace codefy {
@@ -74,6 +75,11 @@ struct Exactness {
   int64_t ddp_batch;
   int64_t accumulate;
 };
+
+/// How ctest and failure messages name a case: "Adam, 2 ranks x batch 16 x accumulate 1".
+void PrintTo(const Exactness& e, std::ostream* os) {
+  *os << e.optimizer << ", 2 ranks x batch " << e.ddp_batch << " x accumulate " << e.accumulate;
+}
 
 class DdpExactness : public ::testing::TestWithParam<Exactness> {};
 
