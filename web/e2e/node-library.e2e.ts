@@ -24,3 +24,20 @@ test('the ResNet block example runs forward and its wires tell their shapes', as
   await expect(inspector).toContainText('shape [1, 8, 16, 16] · dtype float32');
   await shot(page, 'node-library-01-resnet-block');
 });
+
+test('TensorInput’s values (a tensor_grid) are typed as JSON in the side panel and checked as a nested list of numbers', async ({ page }) => {
+  await page.goto('/?example=attention-by-hand');
+  await expect(page.getByTestId('node-start')).toBeVisible();
+  await page.getByTestId('node-q').click();
+  const values = page.getByTestId('panel-param-q-values');
+  const panel = page.getByTestId('side-panel');
+  await values.fill('[[1, 2], [3');
+  await expect(panel.getByRole('alert')).toContainText('Expected a nested list of numbers');
+  await values.fill('[[1, 2], [3, 4]]');
+  await expect(panel.getByRole('alert')).toHaveCount(0);
+  await shot(page, 'node-library-02-tensor-grid');
+
+  // The graph keeps the list; with value_mode random (the example's) the run ignores it and completes.
+  await page.getByTestId('run').click();
+  await expect(page.getByTestId('node-show')).toHaveAttribute('data-status', 'completed', { timeout: 60_000 });
+});
