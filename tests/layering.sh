@@ -44,7 +44,7 @@ declare -A allowed=(
   [dist]="train device util graph"
   [engine]="train device store util graph"
   [nodes]="engine model plot dist train device store util graph"
-  [server]="engine model device store util graph"
+  [server]="engine model dist train device store util graph"
 )
 # Folders that must build without LibTorch.
 no_torch="util graph"

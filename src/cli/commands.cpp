@@ -12,6 +12,7 @@
 #include "server/api.h"
 #include "server/http_server.h"
 #include "util/atomic_file.h"
+#include "util/file_access.h"
 #include "util/parse.h"
 #include "util/text.h"
 
@@ -144,7 +145,12 @@ int run_graph(const RunCommand& cmd) {
   const bool quiet = world && world->rank != 0;
   const std::string who = world && world->world_size > 1 ? "rank " + std::to_string(world->rank) + ": " : "";
   auto report_error = [&](const char* kind, const std::string& message, const nlohmann::json& extra, int code) {
-    if (quiet) {
+    if (quiet && cmd.json) {  // the launching server reads a rank's last line to say why it failed
+      nlohmann::json e = {{"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code},
+                          {"rank", world->rank}};
+      e.update(extra);
+      std::fprintf(stderr, "%s\n", e.dump().c_str());
+    } else if (quiet) {
       std::fprintf(stderr, "%serror: %s\n", who.c_str(), message.c_str());
     } else if (cmd.json) {
       nlohmann::json e = {{"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code}};
@@ -158,7 +164,9 @@ int run_graph(const RunCommand& cmd) {
 
   PreparedGraph prepared;
   try {
-    prepared = prepare(graph::load_graph_file(cmd.graph_path), nodes::builtin());
+    graph::Graph g = graph::load_graph_file(cmd.graph_path);
+    if (!cmd.base_dir.empty()) g.base_dir = std::filesystem::absolute(cmd.base_dir);
+    prepared = prepare(g, nodes::builtin());
   } catch (const graph::GraphFormatError& e) {
     return report_error("invalid_graph", e.what(), {}, kExitInvalidGraph);
   } catch (const graph::ValidationError& e) {
@@ -203,6 +211,15 @@ int run_graph(const RunCommand& cmd) {
     settings.device = choice.device.str();
   }
   settings.base_dir = prepared.graph.base_dir;
+  if (!cmd.run_files.empty()) {
+    try {
+      const auto files = util::read_run_files(cmd.run_files);
+      settings.files = files.access;
+      settings.output_dir = files.output_dir;
+    } catch (const std::exception& e) {
+      return report_error("usage", "--run-files " + cmd.run_files + ": " + e.what(), {}, kExitUsage);
+    }
+  }
   settings.cancel = current_token();
   settings.observer = quiet ? nullptr : &printer;
   if (world) {
@@ -211,7 +228,9 @@ int run_graph(const RunCommand& cmd) {
     dist::ProcessGroupOptions options;
     const bool cuda = settings.device.rfind("cuda", 0) == 0;
     options.backend = dist::default_backend(cuda ? "cuda" : "cpu");
-    if (cuda && options.backend == "nccl") settings.device = "cuda:" + std::to_string(world->local_rank);
+    // A card named by --device is kept (the server names each rank's card).
+    if (cuda && options.backend == "nccl" && cmd.device.find(':') == std::string::npos)
+      settings.device = "cuda:" + std::to_string(world->local_rank);
     try {
       settings.data_parallel = std::make_shared<dist::ProcessGroup>(*world, options);
     } catch (const std::exception& e) {
@@ -344,6 +363,7 @@ int serve(const ServeCommand& cmd) {
       budget_mb[b.substr(0, eq)] = *mb;
     }
     options.workers = server::make_workers(worker_specs, available);
+    options.ddp.timeout = std::chrono::seconds(cmd.dist_timeout_s);
     options.max_queued_runs = cmd.max_queued_runs;
     for (const auto& [device, mb] : budget_mb) {
       if (std::find(available.begin(), available.end(), device) == available.end())
@@ -393,7 +413,9 @@ int serve(const ServeCommand& cmd) {
       for (const auto& d : w.devices)
         devices += (devices.empty() ? "" : ",") + d +
                    (budget_mb.count(d) ? " (budget " + std::to_string(budget_mb[d]) + " MB)" : "");
-      std::printf("  worker %s: %s\n", w.name.c_str(), devices.c_str());
+      const size_t ranks = w.rank_devices().size();
+      std::printf("  worker %s: %s%s\n", w.name.c_str(), devices.c_str(),
+                  ranks >= 2 ? (" (ddp runs: " + std::to_string(ranks) + " ranks)").c_str() : "");
     }
     std::fflush(stdout);
     while (!current_token().cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -25,6 +25,11 @@ struct RunCommand {
   int threads = 0;
   int64_t memory_budget_mb = -1;  ///< -1: from the environment
   std::string out_dir = "codefy-out";
+  /// Relative file paths in params resolve against this folder; empty: the graph file's.
+  std::string base_dir;
+  /// JSON of the folders the run's nodes may use and where an example's
+  /// outputs go (codefy serve writes it for its data-parallel ranks); empty: unconfined.
+  std::string run_files;
   /// Data-parallel ranks to start on this machine (0: run here, as a single
   /// process or as a rank torchrun's variables describe).
   int nproc_per_node = 0;
@@ -47,6 +52,8 @@ struct ServeCommand {
   std::vector<std::string> allowed_paths;
   /// The built editor; empty: found beside the program (a checkout's web/dist, an install's share/codefy/web).
   std::string web_dir;
+  /// Seconds a ddp run's rank waits for the others.
+  int dist_timeout_s = 60;
   /// `NAME=DEVICE[,DEVICE...]`: a worker owning those devices (default: one per device).
   std::vector<std::string> workers;
   /// `DEVICE=MB`: a memory budget for that device (CPU budget, CUDA memory fraction).

@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
                    "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--out", run.out_dir, "Folder for Visualize PNGs")->capture_default_str();
+  run_cmd->add_option("--base-dir", run.base_dir,
+                      "Folder the graph's relative file paths resolve against (default: the graph file's)");
+  run_cmd->add_option("--run-files", run.run_files,
+                      "JSON file of the folders nodes may use (written by codefy serve for its data-parallel ranks)");
   run_cmd
       ->add_option("--nproc-per-node", run.nproc_per_node,
                    "Start this many data-parallel ranks of this program on this machine (TrainingLoop strategy ddp)")
@@ -73,7 +77,13 @@ int main(int argc, char** argv) {
                         "of an install)");
   serve_cmd->add_option("--worker", serve_opts.workers,
                         "NAME=DEVICE[,DEVICE...]: a worker owning those devices, one run at a time (repeatable; "
-                        "default: one worker per device)");
+                        "default: one worker per device). A ddp run on it starts one rank per card; the CPU as "
+                        "cpu*N (e.g. cpu2=cpu*2) starts N processes");
+  serve_cmd
+      ->add_option("--dist-timeout", serve_opts.dist_timeout_s,
+                   "Seconds a ddp run's rank waits for the others (rendezvous, all-reduce) before it fails")
+      ->check(CLI::Range(1, 7 * 24 * 3600))
+      ->capture_default_str();
   serve_cmd->add_option("--device-budget-mb", serve_opts.budgets,
                         "DEVICE=MB: memory budget for a device (repeatable; cpu: the allocator's budget, cuda:N: "
                         "the caching allocator's memory fraction)");

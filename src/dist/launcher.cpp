@@ -1,6 +1,7 @@
 #include "dist/launcher.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
@@ -71,6 +72,144 @@ uint16_t find_free_port(const std::string& address) {
                                           : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
+namespace {
+
+/// This process's environment without the variables a world sets.
+std::vector<std::string> environment_without_world() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" ||
+        key == "MASTER_PORT" || key == "CODEFY_DIST_TIMEOUT_S" || key == "LOCAL_WORLD_SIZE")
+      continue;
+    env.push_back(kv);
+  }
+  return env;
+}
+
+}  // namespace
+
+RankProcesses::RankProcesses(const WorldEnv& world, const std::vector<RankCommand>& commands) {
+  const std::vector<std::string> base_env = environment_without_world();
+  for (const RankCommand& c : commands) {
+    // Everything a child needs is built before fork: after it, only
+    // async-signal-safe calls.
+    std::vector<std::string> env = base_env;
+    env.push_back("RANK=" + std::to_string(c.rank));
+    env.push_back("LOCAL_RANK=" + std::to_string(c.local_rank));
+    env.push_back("WORLD_SIZE=" + std::to_string(world.world_size));
+    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(world.local_world_size));
+    env.push_back("MASTER_ADDR=" + world.master_addr);
+    env.push_back("MASTER_PORT=" + std::to_string(world.master_port));
+    env.push_back("CODEFY_DIST_TIMEOUT_S=" + std::to_string(world.timeout.count()));
+    std::vector<char*> envp;
+    for (auto& kv : env) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+    std::vector<char*> argv;
+    for (const auto& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const char* program = c.program.empty() ? "/proc/self/exe" : c.program.c_str();
+    int log_fd = -1;
+    if (!c.log_path.empty()) {
+      log_fd = open(c.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (log_fd < 0) {
+        const std::string why = std::strerror(errno);
+        signal_all(SIGKILL);
+        end_within(std::chrono::milliseconds(0));
+        throw std::runtime_error("cannot start rank " + std::to_string(c.rank) + ": cannot write its log " +
+                                 c.log_path + ": " + why);
+      }
+    }
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      const std::string why = std::strerror(errno);
+      if (log_fd >= 0) close(log_fd);
+      signal_all(SIGKILL);
+      end_within(std::chrono::milliseconds(0));
+      throw std::runtime_error("cannot start rank " + std::to_string(c.rank) + ": " + why);
+    }
+    if (pid == 0) {
+      // Its own process group, so a terminal's Ctrl-C reaches the launcher
+      // alone, which forwards it once; and it dies with the launcher.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (log_fd >= 0) {
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+      }
+      execve(program, argv.data(), envp.data());
+      _exit(127);
+    }
+    if (log_fd >= 0) close(log_fd);
+    running_[pid] = c.rank;
+  }
+}
+
+RankProcesses::~RankProcesses() {
+  signal_all(SIGKILL);
+  for (const auto& [pid, rank] : running_) waitpid(pid, nullptr, 0);
+}
+
+std::vector<RankExit> RankProcesses::reap() {
+  std::vector<RankExit> ended;
+  for (auto it = running_.begin(); it != running_.end();) {
+    int status = 0;
+    const pid_t pid = waitpid(it->first, &status, WNOHANG);
+    if (pid != it->first) {
+      ++it;
+      continue;
+    }
+    RankExit e;
+    e.rank = it->second;
+    e.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    e.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    e.description = describe_status(e.rank, pid, status);
+    ended.push_back(std::move(e));
+    it = running_.erase(it);
+  }
+  return ended;
+}
+
+void RankProcesses::signal_all(int signal) {
+  for (const auto& [pid, rank] : running_) kill(pid, signal);
+}
+
+std::vector<RankExit> RankProcesses::end_within(std::chrono::milliseconds grace) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  std::vector<RankExit> ended;
+  bool terminated = false, killed = false;
+  for (;;) {
+    for (auto& e : reap()) ended.push_back(std::move(e));
+    if (running_.empty()) return ended;
+    const auto waited = Clock::now() - start;
+    if (!terminated && waited >= grace) {
+      terminated = true;
+      signal_all(SIGTERM);
+      signal_all(SIGTERM);  // the second one makes codefy quit without waiting for a batch
+    }
+    if (!killed && waited >= grace + std::chrono::seconds(3)) {
+      killed = true;
+      signal_all(SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string RankProcesses::describe() const {
+  std::string text;
+  for (const auto& [pid, rank] : running_)
+    text += (text.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " (pid " + std::to_string(pid) +
+            ")";
+  return text;
+}
+
 LaunchResult launch_ranks(const LaunchOptions& o) {
   auto report = [&o](const std::string& line) {
     if (o.report) o.report(line);
@@ -84,103 +223,45 @@ LaunchResult launch_ranks(const LaunchOptions& o) {
   } else if (o.node_rank == 0) {
     close(bind_socket(o.master_addr, static_cast<uint16_t>(port)));  // taken: say so before any rank starts
   }
-  const int world = o.nproc_per_node * o.nnodes;
-
-  // Everything a child needs is built before fork: after it, only
-  // async-signal-safe calls.
-  std::vector<std::string> base_env;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" ||
-        key == "MASTER_PORT" || key == "CODEFY_DIST_TIMEOUT_S" || key == "LOCAL_WORLD_SIZE")
-      continue;
-    base_env.push_back(kv);
-  }
-  std::vector<char*> argv;
-  for (const auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  std::map<pid_t, int> running;  // pid -> global rank
-  LaunchResult result;
-  for (int local = 0; local < o.nproc_per_node; ++local) {
-    const int rank = o.node_rank * o.nproc_per_node + local;
-    std::vector<std::string> env = base_env;
-    env.push_back("RANK=" + std::to_string(rank));
-    env.push_back("LOCAL_RANK=" + std::to_string(local));
-    env.push_back("WORLD_SIZE=" + std::to_string(world));
-    env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(o.nproc_per_node));
-    env.push_back("MASTER_ADDR=" + o.master_addr);
-    env.push_back("MASTER_PORT=" + std::to_string(port));
-    env.push_back("CODEFY_DIST_TIMEOUT_S=" + std::to_string(o.timeout.count()));
-    std::vector<char*> envp;
-    for (auto& kv : env) envp.push_back(kv.data());
-    envp.push_back(nullptr);
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      for (const auto& [p, r] : running) kill(p, SIGKILL);
-      for (const auto& [p, r] : running) waitpid(p, nullptr, 0);
-      throw std::runtime_error(std::string("cannot start rank ") + std::to_string(rank) + ": " + std::strerror(errno));
-    }
-    if (pid == 0) {
-      // Its own process group, so a terminal's Ctrl-C reaches the launcher
-      // alone, which forwards it once; and it dies with the launcher.
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      execve("/proc/self/exe", argv.data(), envp.data());
-      _exit(127);
-    }
-    running[pid] = rank;
-  }
-
-  std::string started;
-  for (const auto& [p, r] : running)
-    started += (started.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) + " (pid " + std::to_string(p) + ")";
-  report("started " + started + "; rendezvous on " + o.master_addr + ":" + std::to_string(port));
+  WorldEnv world;
+  world.world_size = o.nproc_per_node * o.nnodes;
+  world.local_world_size = o.nproc_per_node;
+  world.master_addr = o.master_addr;
+  world.master_port = port;
+  world.timeout = o.timeout;
+  std::vector<RankCommand> commands;
+  for (int local = 0; local < o.nproc_per_node; ++local)
+    commands.push_back({o.node_rank * o.nproc_per_node + local, local, o.argv, "", ""});
+  RankProcesses ranks(world, commands);
+  report("started " + ranks.describe() + "; rendezvous on " + o.master_addr + ":" + std::to_string(port));
 
   using Clock = std::chrono::steady_clock;
-  std::optional<Clock::time_point> failed_at;
-  bool forwarded_stop = false, terminated = false, killed = false;
-  const auto grace = std::min<std::chrono::seconds>(o.timeout, std::chrono::seconds(10));
-  while (!running.empty()) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0) {
-      auto it = running.find(pid);
-      if (it == running.end()) continue;
-      const int rank = it->second;
-      running.erase(it);
-      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && result.failed_rank < 0 && !terminated) {
-        result.failed_rank = rank;
-        result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        result.failure = describe_status(rank, pid, status);
-        // After a Stop the ranks end with the stopped code: nothing to report.
-        if (!forwarded_stop) report(result.failure);
-        failed_at = Clock::now();
+  LaunchResult result;
+  bool forwarded_stop = false;
+  const auto grace = std::min<std::chrono::milliseconds>(o.timeout, std::chrono::seconds(10));
+  while (ranks.running()) {
+    for (const RankExit& e : ranks.reap()) {
+      if (e.ok || result.failed_rank >= 0) continue;
+      result.failed_rank = e.rank;
+      result.exit_code = e.exit_code;
+      result.failure = e.description;
+      // After a Stop the ranks end with the stopped code: nothing to report.
+      if (!forwarded_stop) report(result.failure);
+    }
+    if (result.failed_rank >= 0 && ranks.running()) {
+      // The others get `grace` to report the failure themselves, then are ended.
+      const auto failed_at = Clock::now();
+      while (ranks.running() && Clock::now() - failed_at < grace) {
+        ranks.reap();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
-      continue;
+      if (ranks.running()) report("stopping " + ranks.describe());
+      ranks.end_within(std::chrono::milliseconds(0));
+      break;
     }
     if (!forwarded_stop && o.stop_requested && o.stop_requested()) {
       forwarded_stop = true;
-      for (const auto& [p, r] : running) kill(p, SIGINT);
-    }
-    if (failed_at && !terminated && Clock::now() - *failed_at > grace) {
-      terminated = true;
-      for (const auto& [p, r] : running) {
-        report("stopping rank " + std::to_string(r) + " (pid " + std::to_string(p) + ")");
-        kill(p, SIGTERM);
-        kill(p, SIGTERM);  // the second one makes codefy quit without waiting for a batch
-      }
-    }
-    if (terminated && !killed && Clock::now() - *failed_at > grace + std::chrono::seconds(3)) {
-      killed = true;
-      for (const auto& [p, r] : running) kill(p, SIGKILL);
+      ranks.signal_all(SIGINT);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,66 @@ struct LaunchResult {
 /// A free TCP port on `address` (the kernel picks it; a tiny window remains
 /// in which another program could take it before rank 0 does).
 uint16_t find_free_port(const std::string& address);
+
+/// What every rank of a world is told (torchrun's variables).
+struct WorldEnv {
+  int world_size = 1;
+  /// Ranks on this machine.
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  std::chrono::seconds timeout{60};
+};
+
+/// One rank to start: who it is and its program's arguments (argv[0] first;
+/// the program run is this one, /proc/self/exe, unless `program` names another).
+struct RankCommand {
+  int rank = 0;
+  int local_rank = 0;
+  std::vector<std::string> argv;
+  std::string program;
+  /// Its stdout and stderr go to this file ("" : this process's own).
+  std::string log_path;
+};
+
+/// A rank that ended.
+struct RankExit {
+  int rank = 0;
+  bool ok = false;
+  int exit_code = 0;  ///< -1 when a signal ended it
+  /// "rank 1 (pid 123) was killed by signal 9 (Killed)".
+  std::string description;
+};
+
+/// Child processes running ranks of a world, started in their own process
+/// groups and killed if this process dies. Reaps only its own children, so
+/// several sets may run in one program.
+class RankProcesses {
+ public:
+  /// Starts every command. Throws std::runtime_error (after killing and
+  /// reaping those already started) when one cannot be started.
+  RankProcesses(const WorldEnv& world, const std::vector<RankCommand>& commands);
+  /// Ends (SIGKILL) and reaps the ranks still running.
+  ~RankProcesses();
+  RankProcesses(const RankProcesses&) = delete;
+  RankProcesses& operator=(const RankProcesses&) = delete;
+
+  /// The ranks that ended since the last call, reaped.
+  std::vector<RankExit> reap();
+  /// Whether any rank still runs (as of the last reap).
+  bool running() const { return !running_.empty(); }
+  /// Sends `signal` to every rank still running.
+  void signal_all(int signal);
+  /// Waits up to `grace` for the ranks to end by themselves, then sends
+  /// SIGTERM twice (codefy quits without waiting for a batch) and, 3 s
+  /// later, SIGKILL; returns every rank that ended meanwhile.
+  std::vector<RankExit> end_within(std::chrono::milliseconds grace);
+  /// "rank 1 (pid 123), rank 2 (pid 124)".
+  std::string describe() const;
+
+ private:
+  std::map<int, int> running_;  ///< pid -> rank
+};
 
 /// Starts the ranks of this node and waits for all of them. When one fails
 /// the others get `timeout` (at most 10 s) to report, then SIGTERM, then

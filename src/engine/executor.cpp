@@ -21,7 +21,8 @@ namespace {
 
 bool is_oom_message(const std::string& m) {
   return m.find("out of memory") != std::string::npos || m.find("can't allocate memory") != std::string::npos ||
-         m.find("DefaultCPUAllocator: not enough memory") != std::string::npos;
+         m.find("DefaultCPUAllocator: not enough memory") != std::string::npos ||
+         m.find("memory budget exceeded") != std::string::npos;  // the CPU budget's OutOfMemoryError, rewrapped
 }
 
 nlohmann::json fill_defaults(const graph::NodeDef& def, const nlohmann::json& given) {

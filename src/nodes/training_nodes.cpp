@@ -2,6 +2,7 @@
 #include "nodes/library.h"
 
 #include "device/memory.h"
+#include "train/data_parallel.h"
 #include "train/trainer.h"
 
 #include <torch/torch.h>
@@ -13,6 +14,45 @@ namespace codefy {
 using graph::DataType;
 
 namespace {
+
+/// The peak bytes of a data-parallel run: per device the largest over the
+/// ranks on it (a rank's card is known by its index; the CPU is every
+/// rank's), and each rank's own, in rank order. One collective: every rank
+/// calls it.
+struct RankPeaks {
+  nlohmann::json per_device = nlohmann::json::object();
+  nlohmann::json per_rank = nlohmann::json::array();
+};
+RankPeaks peaks_over_ranks(train::DataParallel& world, c10::Device device) {
+  const auto cpu = device::read_memory(c10::Device(c10::kCPU));
+  const auto dev = device.is_cpu() ? device::MemoryReading{} : device::read_memory(device);
+  auto t = torch::zeros({world.world_size(), 3}, torch::kFloat64);
+  t[world.rank()][0] = cpu.counted ? static_cast<double>(cpu.peak_bytes) : -1.0;
+  t[world.rank()][1] = dev.counted ? static_cast<double>(dev.peak_bytes) : -1.0;
+  t[world.rank()][2] = device.is_cpu() ? -1.0 : static_cast<double>(device.index());
+  world.all_reduce_sum({t});
+  RankPeaks p;
+  const auto put_max = [&p](const std::string& key, double bytes) {
+    if (bytes < 0) return;
+    const auto b = static_cast<int64_t>(bytes);
+    if (!p.per_device.contains(key) || p.per_device[key].get<int64_t>() < b) p.per_device[key] = b;
+  };
+  for (int64_t r = 0; r < world.world_size(); ++r) {
+    const auto row = t[r];
+    nlohmann::json mine = nlohmann::json::object();
+    const double cpu_bytes = row[0].item<double>(), dev_bytes = row[1].item<double>();
+    const int64_t index = static_cast<int64_t>(row[2].item<double>());
+    put_max("cpu", cpu_bytes);
+    if (cpu_bytes >= 0) mine["cpu"] = static_cast<int64_t>(cpu_bytes);
+    if (index >= 0 && dev_bytes >= 0) {
+      const std::string key = c10::Device(device.type(), static_cast<c10::DeviceIndex>(index)).str();
+      put_max(key, dev_bytes);
+      mine[key] = static_cast<int64_t>(dev_bytes);
+    }
+    p.per_rank.push_back(mine);
+  }
+  return p;
+}
 
 /// "0.9, 0.999" → {0.9, 0.999}.
 std::vector<double> parse_numbers(const std::string& s, const std::string& param) {
@@ -194,9 +234,9 @@ void register_training_loop(NodeRegistry& r) {
                                   1)),
        def::advanced(def::integer("max_steps", 0, "Stop after this many optimizer updates (0 = no limit)", 0)),
        def::advanced(def::select("strategy", "single", {"single", "ddp"},
-                                 "ddp: data-parallel over the ranks of `codefy run --nproc-per-node N` (one process "
-                                 "per card or CPU share); batch_size is per rank. Without ranks: single, with a "
-                                 "warning")),
+                                 "ddp: data-parallel over the ranks of `codefy run --nproc-per-node N` or of a server "
+                                 "worker with several cards or CPU processes (one process per card or CPU share); "
+                                 "batch_size is per rank. Without ranks: single, with a warning")),
        def::advanced(def::boolean("log_grad_norm", true,
                                   "Report the gradient L2 norm per update and skip updates where it is NaN/inf"))}};
   d.cacheable = false;
@@ -236,7 +276,8 @@ void register_training_loop(NodeRegistry& r) {
       const auto& world = ctx.run().data_parallel;
       if (!world) {
         ctx.warn("strategy ddp needs several processes and this run is one (start it with `codefy run "
-                 "--nproc-per-node N`); training in a single process");
+                 "--nproc-per-node N`, or queue it to a server worker with several: two or more cards, or "
+                 "`codefy serve --worker cpu2=cpu*2`); training in a single process");
       } else if (world->world_size() < 2) {
         ctx.warn("strategy ddp with a world of 1 process: training in a single process");
       } else {
@@ -284,6 +325,11 @@ void register_training_loop(NodeRegistry& r) {
     train::TrainResult res = train::train_model(*model, *train_loader, val ? val->get() : nullptr, *opt, *loss,
                                                 sched ? sched->get() : nullptr, o, hooks);
     res.metrics["peak_memory_bytes"] = memory_by_device(true);  // since the node started (reset per node)
+    if (o.data_parallel) {
+      RankPeaks peaks = peaks_over_ranks(*o.data_parallel, o.device);
+      res.metrics["peak_memory_bytes"] = std::move(peaks.per_device);
+      res.metrics["peak_memory_bytes_per_rank"] = std::move(peaks.per_rank);
+    }
     res.metrics["start_memory_bytes"] = start_memory;
     res.metrics["warnings"] = ctx.warnings();
     auto to_tensor = [](const std::vector<double>& v) {

@@ -42,7 +42,7 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   RunFiles files{std::make_shared<const util::FileAccess>(std::move(roots)), options_.examples_dir,
                  options_.data_dir / "outputs"};
   runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir, options_.max_queued_runs,
-                                 std::move(files));
+                                 std::move(files), options_.ddp);
   ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir,
                                       options_.examples_dir);
   graphs_ = std::make_unique<GraphRoutes>(graphs_dir, options_.examples_dir, registry_);

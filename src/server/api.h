@@ -63,6 +63,8 @@ struct ApiOptions {
   std::string token;
   /// Run queues: one per worker; by default one worker per device.
   std::vector<WorkerSpec> workers = {{"cpu", {"cpu"}}};
+  /// How ddp runs start their other ranks.
+  DdpSettings ddp;
   /// Runs that may wait in each worker's queue (`--max-queued-runs`); one
   /// more is refused with 503 (0: no limit).
   size_t max_queued_runs = RunQueues::kDefaultMaxWaiting;

@@ -25,6 +25,16 @@ QueueFull::QueueFull(const std::string& queue, size_t waiting, size_t limit)
       waiting_(waiting),
       limit_(limit) {}
 
+std::vector<std::string> WorkerSpec::rank_devices() const {
+  std::vector<std::string> cards;
+  for (const auto& d : devices)
+    if (d != "cpu" && d != "mps") cards.push_back(d);
+  if (cards.size() >= 2) return cards;
+  if (std::find(devices.begin(), devices.end(), "cpu") != devices.end())
+    return std::vector<std::string>(static_cast<size_t>(cpu_processes), "cpu");
+  return cards;
+}
+
 std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, const std::vector<std::string>& available) {
   std::vector<WorkerSpec> workers;
   std::map<std::string, std::string> owner;  // device → worker
@@ -44,9 +54,18 @@ std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, cons
     while (start <= spec.size()) {
       size_t end = spec.find(',', start);
       if (end == std::string::npos) end = spec.size();
-      const std::string d = spec.substr(start, end - start);
+      std::string d = spec.substr(start, end - start);
       start = end + 1;
       if (d.empty()) continue;
+      if (const size_t star = d.find('*'); star != std::string::npos) {
+        const std::string count = d.substr(star + 1);
+        d = d.substr(0, star);
+        if (d != "cpu") throw bad(d + "*" + count + ": only the CPU takes a process count (cards run one rank each)");
+        if (count.empty() || count.size() > 4 || count.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoi(count) < 1)
+          throw bad("cpu*" + count + ": the process count must be a whole number from 1 to 9999");
+        w.cpu_processes = std::stoi(count);
+      }
       if (std::find(available.begin(), available.end(), d) == available.end()) {
         std::string list;
         for (const auto& a : available) list += (list.empty() ? "" : ", ") + a;
@@ -83,7 +102,7 @@ RunQueues::RunQueues(const std::vector<std::string>& devices, size_t max_waiting
 
 RunQueues::RunQueues(const std::vector<WorkerSpec>& workers, size_t max_waiting) : max_waiting_(max_waiting) {
   for (const auto& w : workers) {
-    queues_[w.name].devices = w.devices;
+    queues_[w.name].spec = w;
     for (const auto& d : w.devices) worker_of_[d] = w.name;
   }
   for (auto& [name, q] : queues_) q.worker = std::thread([this, n = name] { work(n); });
@@ -216,11 +235,19 @@ bool RunQueues::drop_queued(const std::string& run_id) {
   return true;
 }
 
+std::optional<WorkerSpec> RunQueues::worker_for(const std::string& device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto w = worker_of_.find(device);
+  if (w == worker_of_.end()) return std::nullopt;
+  return queues_.at(w->second).spec;
+}
+
 nlohmann::json RunQueues::queues_json() const {
   std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [name, q] : queues_)
-    j[name] = {{"devices", q.devices},
+    j[name] = {{"devices", q.spec.devices},
+               {"ddp_ranks", q.spec.rank_devices().size()},
                {"running", q.running ? nlohmann::json(q.running->info.id) : nlohmann::json()},
                {"queued", q.waiting.size()},
                {"max_queued", max_waiting_}};

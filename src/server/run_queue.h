@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -31,13 +32,30 @@ const char* to_string(RunState s);
 struct WorkerSpec {
   std::string name;
   std::vector<std::string> devices;
+  /// Processes a data-parallel run on the CPU starts (`cpu*2`); 1: none.
+  int cpu_processes = 1;
+
+  /// The device of each rank of a data-parallel (ddp) run on this worker:
+  /// one per card it owns, else `cpu_processes` on the CPU. Fewer than two:
+  /// ddp runs train in a single process.
+  std::vector<std::string> rank_devices() const;
 };
 
-/// Workers from `NAME=DEVICE[,DEVICE...]` specs (`--worker`); each device of
-/// `available` no spec names gets a worker of its own, named after it.
-/// Throws std::invalid_argument naming the spec: no '=', an empty name or
-/// device list, a device not in `available`, a device in two workers, a name
-/// used twice.
+/// How data-parallel (ddp) runs start their ranks beyond rank 0, which is
+/// the server itself.
+struct DdpSettings {
+  /// The codefy program the other ranks run; empty: this one (/proc/self/exe).
+  std::string program;
+  /// How long a rank waits for the others (rendezvous, a collective).
+  std::chrono::seconds timeout{60};
+};
+
+/// Workers from `NAME=DEVICE[,DEVICE...]` specs (`--worker`), where the CPU
+/// may be `cpu*N` (ddp runs start N processes); each device of `available`
+/// no spec names gets a worker of its own, named after it. Throws
+/// std::invalid_argument naming the spec: no '=', an empty name or device
+/// list, a device not in `available`, a device in two workers, a name used
+/// twice, a bad process count.
 std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, const std::vector<std::string>& available);
 
 /// A submit refused because the worker's queue already holds its limit of
@@ -107,7 +125,9 @@ class RunQueues {
   /// a running one goes on. Returns whether it was dropped.
   bool drop_queued(const std::string& run_id);
   size_t max_waiting() const { return max_waiting_; }
-  /// Per worker: its devices, the running run's id (or null) and how many wait.
+  /// The worker owning `device`; nullopt when none does.
+  std::optional<WorkerSpec> worker_for(const std::string& device) const;
+  /// Per worker: its devices, the ranks of its ddp runs, the running run's id (or null) and how many wait.
   nlohmann::json queues_json() const;
 
   static constexpr size_t kKeepFinished = 200;
@@ -120,7 +140,7 @@ class RunQueues {
     CancellationToken token;
   };
   struct Queue {
-    std::vector<std::string> devices;
+    WorkerSpec spec;
     std::deque<std::shared_ptr<Run>> waiting;
     std::shared_ptr<Run> running;
     std::thread worker;

@@ -2,17 +2,23 @@
 #include "server/runs.h"
 
 #include "device/catalogue.h"
+#include "dist/hosted_world.h"
 #include "engine/errors.h"
 #include "engine/value.h"
 #include "graph/graph.h"
 #include "graph/validate.h"
 #include "server/graph_routes.h"
 #include "server/inspector.h"
+#include "util/file_access.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <iterator>
 #include <optional>
+#include <stdexcept>
+#include <thread>
 #include <utility>
 
 namespace codefy::server {
@@ -118,11 +124,12 @@ class Runs::HeadlessRun : public RunListener {
 };
 
 Runs::Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-           fs::path graphs_dir, size_t max_queued, RunFiles files)
+           fs::path graphs_dir, size_t max_queued, RunFiles files, DdpSettings ddp)
     : registry_(registry),
       inspector_(inspector),
       graphs_dir_(std::move(graphs_dir)),
       files_(std::move(files)),
+      ddp_(std::move(ddp)),
       queues_(workers, max_queued) {}
 
 Runs::~Runs() { shutdown(); }
@@ -130,6 +137,76 @@ Runs::~Runs() { shutdown(); }
 void Runs::shutdown() { queues_.close(); }
 
 namespace {
+
+/// Whether a TrainingLoop of the graph trains with strategy ddp.
+bool wants_ddp(const graph::Graph& g) {
+  for (const auto& n : g.nodes)
+    if (n.type == "TrainingLoop")
+      if (const auto s = n.params.find("strategy"); s != n.params.end() && *s == "ddp") return true;
+  return false;
+}
+
+/// A folder of its own under the system's temporary folder (a ddp run's
+/// graph file and its ranks' logs), removed with everything in it.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (fs::temp_directory_path() / "codefy-ddp-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot make a folder for the data-parallel ranks in " +
+                                                           fs::temp_directory_path().string());
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// The ranks of a ddp run on a worker with several: rank 0 is the run in
+/// this process; the others run the same graph with `codefy run`.
+struct HostedRanks {
+  ScratchDir scratch;
+  std::unique_ptr<dist::HostedWorld> world;
+
+  /// Starts ranks 1.. on `devices[1..]` and joins as rank 0, setting up
+  /// `settings` for it (its card, the world, no execution cache).
+  HostedRanks(const DdpSettings& ddp, const PreparedGraph& graph, const std::vector<std::string>& devices,
+              RunSettings& settings) {
+    const fs::path graph_file = scratch.path() / "graph.json", files = scratch.path() / "files.json";
+    graph::save_graph_file(graph.graph, graph_file);
+    util::write_run_files(files, {settings.files, settings.output_dir});
+    const bool cards = devices.front() != "cpu";
+    const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+    const int threads = std::max(1, static_cast<int>(cpus / devices.size()));
+    dist::HostedWorldOptions o;
+    o.program = ddp.program;
+    o.log_dir = scratch.path();
+    o.timeout = ddp.timeout;
+    o.group.backend = dist::default_backend(cards ? "cuda" : "cpu");
+    for (size_t r = 1; r < devices.size(); ++r) {
+      std::vector<std::string> argv = {"codefy",      "run",           graph_file.string(),
+                                       "--json",      "--seed",        std::to_string(settings.seed),
+                                       "--threads",   std::to_string(threads), "--base-dir",
+                                       settings.base_dir.string(),    "--run-files", files.string(),
+                                       "--out",       (scratch.path() / "out").string()};
+      if (cards) argv.insert(argv.end(), {"--device", devices[r]});
+      o.helper_argv.push_back(std::move(argv));
+    }
+    if (cards) settings.device = devices.front();
+    world = std::make_unique<dist::HostedWorld>(o);
+    settings.data_parallel = world->group();
+    // Every rank runs every node: a node rank 0 alone took from the cache
+    // would leave the others waiting in its collectives.
+    settings.cache = nullptr;
+  }
+};
+
 /// How a run that was stopped ended, for its listener.
 RunOutcome stopped_outcome() {
   return RunOutcome{
@@ -141,6 +218,11 @@ RunOutcome stopped_outcome() {
 
 std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> listener) {
   const std::string device = request.device;
+  // A ddp graph on a worker with several ranks runs them all.
+  std::vector<std::string> rank_devices;
+  if (const auto worker = queues_.worker_for(device); worker && wants_ddp(request.graph->graph))
+    rank_devices = worker->rank_devices();
+  if (rank_devices.size() < 2) rank_devices.clear();
   // Dropped while queued: the listener hears "stopped", so its client is answered.
   RunQueues::Dropped dropped = [listener](const std::string& run_id) {
     try {
@@ -148,8 +230,8 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
     } catch (const std::exception&) {  // a listener that cannot answer has no one left to tell
     }
   };
-  auto job = [this, request = std::move(request), listener = std::move(listener)](const CancellationToken& token,
-                                                                                  const std::string& run_id) {
+  auto job = [this, request = std::move(request), listener = std::move(listener),
+              rank_devices = std::move(rank_devices)](const CancellationToken& token, const std::string& run_id) {
     listener->on_run_start(run_id);
     RunSettings settings;
     settings.seed = request.seed;
@@ -178,21 +260,39 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
           status, {{"code", code}, {"message", message}, {"node_id", std::move(node)}, {"details", nullptr}}, nullptr};
       failure = std::current_exception();
     };
+    std::unique_ptr<HostedRanks> ranks;
+    // When a ddp run fails, a rank that failed on its own (out of memory, a
+    // node's error) is the cause: the run reports that rank's error.
+    const auto blame_a_rank = [&](const std::string& rank0_error) {
+      if (!ranks) return false;
+      for (const dist::HelperFailure& f : ranks->world->end_after_failure()) {
+        if (f.kind != "out_of_memory" && f.kind != "node_error") continue;
+        failed("error", f.kind == "out_of_memory" ? "out_of_memory" : "execution_error",
+               "rank " + std::to_string(f.rank) + ": " + f.message + " (rank 0 then: " + rank0_error + ")",
+               f.node_id.empty() ? nlohmann::json() : nlohmann::json(f.node_id));
+        return true;
+      }
+      return false;
+    };
     try {
+      if (!rank_devices.empty()) ranks = std::make_unique<HostedRanks>(ddp_, *request.graph, rank_devices, settings);
       result = Executor(registry_).run(*request.graph, settings);
+      if (ranks) ranks->world->finish();
       if (request.record_outputs)
         inspector_.record_outputs(request.outputs_id.empty() ? run_id : request.outputs_id, *result);
       outcome = RunOutcome{"ok", nullptr, &*result};
     } catch (const Cancelled&) {
+      if (ranks) ranks->world->end_after_failure();  // they stop at the same update
       outcome = stopped_outcome();
       failure = std::current_exception();
     } catch (const NodeOOMError& e) {
-      failed("error", "out_of_memory", e.what(), e.node_id());
+      if (!blame_a_rank(e.what())) failed("error", "out_of_memory", e.what(), e.node_id());
     } catch (const NodeError& e) {
-      failed("error", "execution_error", e.what(), e.node_id());
+      if (!blame_a_rank(e.what())) failed("error", "execution_error", e.what(), e.node_id());
     } catch (const std::exception& e) {
-      failed("error", "execution_error", e.what(), nullptr);
+      if (!blame_a_rank(e.what())) failed("error", "execution_error", e.what(), nullptr);
     }
+    ranks.reset();
     try {
       listener->on_run_end(run_id, outcome);
     } catch (const std::exception& e) {

@@ -89,13 +89,16 @@ class Runs {
  public:
   /// `max_queued`: runs that may wait in each worker's queue (0: no limit).
   Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-       std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultMaxWaiting, RunFiles files = {});
+       std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultMaxWaiting, RunFiles files = {},
+       DdpSettings ddp = {});
   /// shutdown(), if not done yet.
   ~Runs();
   Runs(const Runs&) = delete;
   Runs& operator=(const Runs&) = delete;
 
-  /// Queues a run; returns its id. On its worker the run gets its settings
+  /// Queues a run; returns its id. A graph whose TrainingLoop has strategy
+  /// ddp, queued to a worker with several ranks (cards, or `cpu*N`), runs as
+  /// rank 0 here with the other ranks as child processes. On its worker the run gets its settings
   /// from `request` and the listener as its observer, keeps its outputs when
   /// asked, tells the listener how it ended, and rethrows a failure so the
   /// queue records it. A run dropped from its queue before it starts (a stop,
@@ -124,6 +127,7 @@ class Runs {
   Inspector& inspector_;
   std::filesystem::path graphs_dir_;
   RunFiles files_;
+  DdpSettings ddp_;
   RunQueues queues_;
   mutable std::mutex mutex_;                                ///< guards records_ and what they hold
   std::map<std::string, std::shared_ptr<Record>> records_;  ///< headless runs, by run id

@@ -2,6 +2,11 @@
 
 #include "util/text.h"
 
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <stdexcept>
+
 namespace codefy::util {
 
 namespace fs = std::filesystem;
@@ -55,6 +60,39 @@ std::string FileAccess::describe() const {
   std::vector<std::string> parts;
   for (const auto& r : roots_) parts.push_back(r.what + " " + r.dir.string() + (r.writable ? "" : " (read-only)"));
   return parts.empty() ? "none" : join(parts, ", ");
+}
+
+void write_run_files(const fs::path& file, const RunFiles& files) {
+  nlohmann::json roots = nlohmann::json::array();
+  if (files.access)
+    for (const auto& r : files.access->roots())
+      roots.push_back({{"dir", r.dir.string()}, {"writable", r.writable}, {"what", r.what}});
+  const nlohmann::json j = {{"confined", files.access && files.access->confined()},
+                            {"roots", roots},
+                            {"output_dir", files.output_dir.string()}};
+  std::ofstream out(file, std::ios::trunc);
+  out << j.dump();
+  if (!out.flush()) throw std::runtime_error("cannot write " + file.string());
+}
+
+RunFiles read_run_files(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read it");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.value("roots", nlohmann::json()).is_array())
+    throw std::runtime_error("expected {\"confined\", \"roots\": [{\"dir\", \"writable\", \"what\"}], \"output_dir\"}");
+  RunFiles files;
+  if (j.value("confined", false)) {
+    std::vector<FileAccess::Root> roots;
+    for (const auto& r : j["roots"]) {
+      if (!r.is_object() || !r.value("dir", nlohmann::json()).is_string())
+        throw std::runtime_error("a root without a \"dir\"");
+      roots.push_back({r["dir"].get<std::string>(), r.value("writable", false), r.value("what", std::string())});
+    }
+    files.access = std::make_shared<const FileAccess>(std::move(roots));
+  }
+  files.output_dir = j.value("output_dir", std::string());
+  return files;
 }
 
 }  // namespace codefy::util

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +47,16 @@ class FileAccess {
   std::vector<Root> roots_;
   bool confined_ = false;
 };
+
+/// The folders a run may use and where an example's outputs go, as codefy
+/// serve hands them to the data-parallel ranks it starts (a JSON file).
+struct RunFiles {
+  std::shared_ptr<const FileAccess> access;  ///< null: unconfined
+  std::filesystem::path output_dir;
+};
+void write_run_files(const std::filesystem::path& file, const RunFiles& files);
+/// Throws std::runtime_error when the file cannot be read or is malformed.
+RunFiles read_run_files(const std::filesystem::path& file);
 
 /// Refuses (FileAccessError) to replace `path` with an output unless it is
 /// missing or `is_ours` says it is a file of the kind the output writes

@@ -1,0 +1,74 @@
+// A data-parallel world whose rank 0 is this process and whose other ranks
+// are child processes of the codefy program on this machine: how the server
+// runs a graph with strategy ddp on a worker with several processes or cards,
+// keeping rank 0's events, outputs and node state in the server.
+#pragma once
+
+#include "dist/launcher.h"
+#include "dist/process_group.h"
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace codefy::dist {
+
+struct HostedWorldOptions {
+  /// The arguments of ranks 1, 2, ... (argv[0] first); the world has one rank more.
+  std::vector<std::vector<std::string>> helper_argv;
+  /// The program they run; empty: this one (/proc/self/exe).
+  std::string program;
+  /// Each helper's output goes to rank-<r>.log here (read back when it fails).
+  std::filesystem::path log_dir;
+  /// How long a rank waits for the others (rendezvous, a collective).
+  std::chrono::seconds timeout{60};
+  ProcessGroupOptions group;
+};
+
+/// How a helper rank failed, from its exit and the last line it wrote (the
+/// run_error event of a `codefy run --json` rank).
+struct HelperFailure {
+  int rank = 0;
+  int exit_code = 0;
+  std::string kind;     ///< run_error's kind ("out_of_memory", "node_error", ...); "" when it said none
+  std::string message;  ///< what it said, else how it ended
+  std::string node_id;
+  std::string node_type;
+  /// "rank 1 (exit code 6): out of memory in node ...".
+  std::string describe() const;
+};
+
+class HostedWorld {
+ public:
+  /// Picks a free loopback port, starts ranks 1..N-1 and joins the world as
+  /// rank 0 (hosting the rendezvous store). Throws std::runtime_error, with
+  /// what a helper that already failed said, when the world cannot form.
+  explicit HostedWorld(const HostedWorldOptions& options);
+  /// Ends and reaps every helper still running.
+  ~HostedWorld();
+  HostedWorld(const HostedWorld&) = delete;
+  HostedWorld& operator=(const HostedWorld&) = delete;
+
+  std::shared_ptr<ProcessGroup> group() const { return group_; }
+  int world_size() const { return world_size_; }
+
+  /// Rank 0's graph ended well: waits (up to the timeout) for the helpers to
+  /// end theirs. Throws std::runtime_error naming a helper that failed.
+  void finish();
+  /// Rank 0 failed or was stopped: gives the helpers a moment to end by
+  /// themselves (one that failed first is usually the cause) and ends the
+  /// rest. Returns the helpers that failed on their own, first failed first.
+  std::vector<HelperFailure> end_after_failure();
+
+ private:
+  HelperFailure failure_of(const RankExit& e) const;
+  int world_size_;
+  std::chrono::seconds timeout_;
+  std::filesystem::path log_dir_;
+  std::unique_ptr<RankProcesses> helpers_;
+  std::shared_ptr<ProcessGroup> group_;
+};
+
+}  // namespace codefy::dist
