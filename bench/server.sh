@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Benchmark: requests/s and p99 latency of GET /api/health and GET /api/nodes
 # under wrk (Debian) on loopback, with the server idle and while it trains the
-# Fashion-MNIST example (same run, side by side).
+# Fashion-MNIST example, for runs computing at the server's own priority
+# (--run-niceness 0) and at the default nice 10, side by side in one run; and
+# how long 150 updates of that training take with and without wrk loading
+# /api/health, at both priorities.
 # Usage: bench/server.sh [seconds per measurement, default 10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,11 +13,17 @@ scripts/setup.sh wrk >/dev/null
 scripts/build.sh >/dev/null
 data=$(mktemp -d)
 port=18765
-build/codefy serve --port "$port" --data-dir "$data" >"$data/serve.log" 2>&1 &
-pid=$!
-trap 'kill -INT $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 base="http://127.0.0.1:$port"
-for _ in $(seq 50); do python3 -c "import urllib.request;urllib.request.urlopen('$base/api/health')" 2>/dev/null && break; sleep 0.2; done
+pid=
+stop_server() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=; }
+trap 'stop_server; rm -rf "$data"' EXIT
+
+start_server() {  # niceness
+  build/codefy serve --port "$port" --data-dir "$data/$1" --run-niceness "$1" >"$data/serve-$1.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 50); do python3 -c "import urllib.request;urllib.request.urlopen('$base/api/health')" 2>/dev/null && return; sleep 0.2; done
+  echo "the server did not start" >&2; exit 1
+}
 
 measure() {  # label
   for route in /api/health /api/nodes; do
@@ -27,26 +36,75 @@ print("| %s | %s | %s | %s |" % (sys.argv[1], sys.argv[2], rps, p99))' "$1" "$ro
   done
 }
 
-echo "| server | route | requests/s | p99 latency |"
-echo "| --- | --- | --- | --- |"
-measure idle
-python3 - "$base" <<'PY'
-import json, sys, threading, urllib.request
-base = sys.argv[1]
+# Runs the Fashion-MNIST example headless (max_steps: 0 = whole run, in the
+# background; else waits for it and prints its seconds).
+train() {  # max_steps
+  python3 - "$base" "$1" <<'PY'
+import json, sys, threading, time, urllib.request
+base, steps = sys.argv[1], int(sys.argv[2])
 token = json.load(urllib.request.urlopen(base + "/api/auth/bootstrap"))["token"]
 graph = json.load(open("examples/fashion-mnist/graph.json"))
 graph["name"] = "bench"
+for n in graph["nodes"]:
+    if n["type"] == "TrainingLoop":
+        n["data"]["params"]["max_steps"] = steps
 req = urllib.request.Request(base + "/api/graph/save", json.dumps(graph).encode(),
                              {"X-CodefyUI-Token": token, "Content-Type": "application/json"})
 urllib.request.urlopen(req)
 run = urllib.request.Request(base + "/api/graph/run/bench", b"{}", {"X-CodefyUI-Token": token})
+if steps:
+    answer = json.load(urllib.request.urlopen(run, timeout=3600))
+    print("%.2f" % answer["outputs"]["train"]["metrics"]["seconds"])
+    sys.exit(0)
 threading.Thread(target=lambda: urllib.request.urlopen(run, timeout=3600), daemon=True).start()
-import time
 for _ in range(100):  # until the training loop is running
     h = json.load(urllib.request.urlopen(base + "/api/health"))
-    if h["queues"]["cpu"]["running"]:
+    if any(q["running"] for q in h["queues"].values()):
         break
     time.sleep(0.1)
 time.sleep(5)  # past data loading, into the epochs
 PY
-measure "training (Fashion-MNIST CNN, 2 threads)"
+}
+
+echo "| server | route | requests/s | p99 latency |"
+echo "| --- | --- | --- | --- |"
+for nice in 0 10; do
+  start_server $nice
+  [ $nice = 0 ] && measure idle
+  train 0
+  measure "training (Fashion-MNIST CNN, 2 threads), runs at nice $nice"
+  stop_server
+done
+
+# An editor's load: 50 requests/s (health, node list, run list), paced.
+editor_load() {
+  python3 - "$base" <<'PY' &
+import sys, time, urllib.request
+base = sys.argv[1]
+routes = ["/api/health", "/api/nodes", "/api/runs"]
+i = 0
+while True:
+    urllib.request.urlopen(base + routes[i % 3]).read()
+    i += 1
+    time.sleep(0.02)
+PY
+  load=$!
+}
+
+echo
+echo "| runs at | 150 updates, quiet server | with an editor's load (50 req/s) | ratio | with wrk on /api/health | ratio |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for nice in 0 10; do
+  start_server $nice
+  train 150 >/dev/null  # warm: the data set read once
+  quiet=$(train 150)
+  editor_load
+  editor=$(train 150)
+  kill $load; wait $load 2>/dev/null || true
+  wrk -t2 -c32 -d600s "$base/api/health" >/dev/null 2>&1 &
+  load=$!
+  loaded=$(train 150)
+  kill $load; wait $load 2>/dev/null || true
+  stop_server
+  python3 -c "import sys; n, q, e, l = sys.argv[1], *map(float, sys.argv[2:]); print('| nice %s | %.2f s | %.2f s | %.3fx | %.2f s | %.2fx |' % (n, q, e, e / q, l, l / q))" $nice "$quiet" "$editor" "$loaded"
+done

@@ -363,7 +363,8 @@ int serve(const ServeCommand& cmd) {
       budget_mb[b.substr(0, eq)] = *mb;
     }
     options.workers = server::make_workers(worker_specs, available);
-    options.ddp.timeout = std::chrono::seconds(cmd.dist_timeout_s);
+    options.runner.dist_timeout = std::chrono::seconds(cmd.dist_timeout_s);
+    options.runner.run_niceness = cmd.run_niceness;
     options.max_queued_runs = cmd.max_queued_runs;
     for (const auto& [device, mb] : budget_mb) {
       if (std::find(available.begin(), available.end(), device) == available.end())

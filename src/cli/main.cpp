@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
                         "default: one worker per device). A ddp run on it starts one rank per card; the CPU as "
                         "cpu*N (e.g. cpu2=cpu*2) starts N processes");
   serve_cmd
+      ->add_option("--run-niceness", serve_opts.run_niceness,
+                   "Runs compute at this nice value so the server answers quickly meanwhile (0: no change)")
+      ->check(CLI::Range(0, 19))
+      ->capture_default_str();
+  serve_cmd
       ->add_option("--dist-timeout", serve_opts.dist_timeout_s,
                    "Seconds a ddp run's rank waits for the others (rendezvous, all-reduce) before it fails")
       ->check(CLI::Range(1, 7 * 24 * 3600))

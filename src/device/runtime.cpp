@@ -10,8 +10,13 @@
 #include <link.h>
 #include <malloc.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -46,6 +51,34 @@ int configure_threads(int requested) {
   if (n <= 0) n = usable_cpus();
   at::set_num_threads(n);
   return n;
+}
+
+namespace {
+
+bool lower_this_thread(int niceness) {
+  const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+  // SCHED_BATCH: a waking I/O thread preempts it at once (no wake-up bonus
+  // for the compute thread); the nice value shares the CPU under load.
+  const sched_param param{};
+  const bool batch = sched_setscheduler(tid, SCHED_BATCH, &param) == 0;
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  if (errno != 0) return false;
+  return batch && (now >= niceness || setpriority(PRIO_PROCESS, static_cast<id_t>(tid), niceness) == 0);
+}
+
+}  // namespace
+
+bool lower_compute_priority(int niceness) {
+  std::atomic<bool> ok{lower_this_thread(niceness)};
+  // One chunk per intra-op thread: with grain 1 and as many items as
+  // threads, each thread of the pool takes exactly one.
+  const int64_t threads = at::get_num_threads();
+  at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      if (!lower_this_thread(niceness)) ok = false;
+  });
+  return ok;
 }
 
 namespace {

@@ -22,6 +22,13 @@ int usable_cpus();
 /// CODEFY_NUM_THREADS environment variable, else usable_cpus(). Returns it.
 int configure_threads(int requested = 0);
 
+/// Lowers the scheduling priority (SCHED_BATCH, nice `niceness`) of the
+/// calling thread and of LibTorch's intra-op threads, so a server's I/O
+/// threads answer quickly while a run computes (they win the CPU when they
+/// need it; the run gets it back at once). Per thread: the rest of the
+/// process keeps its priority. Returns whether every thread reached was lowered.
+bool lower_compute_priority(int niceness = 10);
+
 /// Which BLAS library serves matrix products.
 struct BlasInfo {
   std::string path;    ///< resolved file of libblas.so.3 / libopenblas as loaded

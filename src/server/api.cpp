@@ -42,7 +42,7 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   RunFiles files{std::make_shared<const util::FileAccess>(std::move(roots)), options_.examples_dir,
                  options_.data_dir / "outputs"};
   runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir, options_.max_queued_runs,
-                                 std::move(files), options_.ddp);
+                                 std::move(files), options_.runner);
   ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir,
                                       options_.examples_dir);
   graphs_ = std::make_unique<GraphRoutes>(graphs_dir, options_.examples_dir, registry_);
@@ -77,10 +77,11 @@ void Api::add_server_routes() {
     if (!r.from_loopback) return Response::error(403, "the token is only given to loopback clients");
     return Response::json(200, {{"token", options_.token}});
   });
-  routes_.add("GET", "/api/nodes", [this](const Request&, const PathParams&) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const auto* t : registry_.list()) a.push_back(graph::to_json(t->def));
-    return Response::json(200, a);
+  // The node list is fixed once the registry is built: made once, answered as it is.
+  nlohmann::json node_list = nlohmann::json::array();
+  for (const auto* t : registry_.list()) node_list.push_back(graph::to_json(t->def));
+  routes_.add("GET", "/api/nodes", [answer = Response::json(200, node_list)](const Request&, const PathParams&) {
+    return answer;
   });
   routes_.add("GET", "/api/types",
               [](const Request&, const PathParams&) { return Response::json(200, graph::type_rules_json()); });

@@ -63,8 +63,8 @@ struct ApiOptions {
   std::string token;
   /// Run queues: one per worker; by default one worker per device.
   std::vector<WorkerSpec> workers = {{"cpu", {"cpu"}}};
-  /// How ddp runs start their other ranks.
-  DdpSettings ddp;
+  /// How runs start ddp ranks and at which priority they compute.
+  RunnerSettings runner;
   /// Runs that may wait in each worker's queue (`--max-queued-runs`); one
   /// more is refused with 503 (0: no limit).
   size_t max_queued_runs = RunQueues::kDefaultMaxWaiting;

@@ -41,13 +41,15 @@ struct WorkerSpec {
   std::vector<std::string> rank_devices() const;
 };
 
-/// How data-parallel (ddp) runs start their ranks beyond rank 0, which is
-/// the server itself.
-struct DdpSettings {
-  /// The codefy program the other ranks run; empty: this one (/proc/self/exe).
+/// How the server runs graphs beyond what a run's request says.
+struct RunnerSettings {
+  /// The codefy program a ddp run's other ranks run; empty: this one (/proc/self/exe).
   std::string program;
-  /// How long a rank waits for the others (rendezvous, a collective).
-  std::chrono::seconds timeout{60};
+  /// How long a ddp run's rank waits for the others (rendezvous, a collective).
+  std::chrono::seconds dist_timeout{60};
+  /// Runs compute at this nice value (thread by thread) so the I/O threads
+  /// answer first; 0 leaves their priority alone.
+  int run_niceness = 10;
 };
 
 /// Workers from `NAME=DEVICE[,DEVICE...]` specs (`--worker`), where the CPU

@@ -2,6 +2,7 @@
 #include "server/runs.h"
 
 #include "device/catalogue.h"
+#include "device/runtime.h"
 #include "dist/hosted_world.h"
 #include "engine/errors.h"
 #include "engine/value.h"
@@ -124,12 +125,12 @@ class Runs::HeadlessRun : public RunListener {
 };
 
 Runs::Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-           fs::path graphs_dir, size_t max_queued, RunFiles files, DdpSettings ddp)
+           fs::path graphs_dir, size_t max_queued, RunFiles files, RunnerSettings runner)
     : registry_(registry),
       inspector_(inspector),
       graphs_dir_(std::move(graphs_dir)),
       files_(std::move(files)),
-      ddp_(std::move(ddp)),
+      runner_(std::move(runner)),
       queues_(workers, max_queued) {}
 
 Runs::~Runs() { shutdown(); }
@@ -176,7 +177,7 @@ struct HostedRanks {
 
   /// Starts ranks 1.. on `devices[1..]` and joins as rank 0, setting up
   /// `settings` for it (its card, the world, no execution cache).
-  HostedRanks(const DdpSettings& ddp, const PreparedGraph& graph, const std::vector<std::string>& devices,
+  HostedRanks(const RunnerSettings& runner, const PreparedGraph& graph, const std::vector<std::string>& devices,
               RunSettings& settings) {
     const fs::path graph_file = scratch.path() / "graph.json", files = scratch.path() / "files.json";
     graph::save_graph_file(graph.graph, graph_file);
@@ -185,9 +186,9 @@ struct HostedRanks {
     const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
     const int threads = std::max(1, static_cast<int>(cpus / devices.size()));
     dist::HostedWorldOptions o;
-    o.program = ddp.program;
+    o.program = runner.program;
     o.log_dir = scratch.path();
-    o.timeout = ddp.timeout;
+    o.timeout = runner.dist_timeout;
     o.group.backend = dist::default_backend(cards ? "cuda" : "cpu");
     for (size_t r = 1; r < devices.size(); ++r) {
       std::vector<std::string> argv = {"codefy",      "run",           graph_file.string(),
@@ -233,6 +234,8 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
   auto job = [this, request = std::move(request), listener = std::move(listener),
               rank_devices = std::move(rank_devices)](const CancellationToken& token, const std::string& run_id) {
     listener->on_run_start(run_id);
+    // The I/O threads answer first while this run computes.
+    if (runner_.run_niceness > 0) device::lower_compute_priority(runner_.run_niceness);
     RunSettings settings;
     settings.seed = request.seed;
     if (request.pin_nodes_to_device) settings.device = request.device;
@@ -275,7 +278,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
       return false;
     };
     try {
-      if (!rank_devices.empty()) ranks = std::make_unique<HostedRanks>(ddp_, *request.graph, rank_devices, settings);
+      if (!rank_devices.empty()) ranks = std::make_unique<HostedRanks>(runner_, *request.graph, rank_devices, settings);
       result = Executor(registry_).run(*request.graph, settings);
       if (ranks) ranks->world->finish();
       if (request.record_outputs)

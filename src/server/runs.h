@@ -90,7 +90,7 @@ class Runs {
   /// `max_queued`: runs that may wait in each worker's queue (0: no limit).
   Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
        std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultMaxWaiting, RunFiles files = {},
-       DdpSettings ddp = {});
+       RunnerSettings runner = {});
   /// shutdown(), if not done yet.
   ~Runs();
   Runs(const Runs&) = delete;
@@ -127,7 +127,7 @@ class Runs {
   Inspector& inspector_;
   std::filesystem::path graphs_dir_;
   RunFiles files_;
-  DdpSettings ddp_;
+  RunnerSettings runner_;
   RunQueues queues_;
   mutable std::mutex mutex_;                                ///< guards records_ and what they hold
   std::map<std::string, std::shared_ptr<Record>> records_;  ///< headless runs, by run id

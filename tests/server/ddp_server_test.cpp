@@ -78,8 +78,8 @@ class ServerDdp : public ServerFixture {
     ASSERT_TRUE(device::install_counting_allocator());  // as codefy does at start-up: CPU bytes are counted
     configure_ = [](ApiOptions& o, ServerOptions&) {
       o.workers = {{"cpu2", {"cpu"}, 2}};
-      o.ddp.program = CODEFY_BINARY;  // this test program is not codefy
-      o.ddp.timeout = std::chrono::seconds(15);
+      o.runner.program = CODEFY_BINARY;  // this test program is not codefy
+      o.runner.dist_timeout = std::chrono::seconds(15);
     };
     ServerFixture::SetUp();
   }
