@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -199,6 +200,7 @@ int run_graph(const RunCommand& cmd) {
 
   RunSettings settings;
   settings.seed = cmd.seed;
+  settings.threads_forced = cmd.threads > 0 || std::getenv("CODEFY_NUM_THREADS") != nullptr;
   if (!cmd.device.empty()) {  // parsed once here, so nodes get a device LibTorch accepts
     const auto choice =
         device::resolve_device(cmd.device, device::DeviceSource{prepared.graph.name, "", "", "--device"});

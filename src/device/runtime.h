@@ -22,6 +22,18 @@ int usable_cpus();
 /// CODEFY_NUM_THREADS environment variable, else usable_cpus(). Returns it.
 int configure_threads(int requested = 0);
 
+/// Below this many multiply-adds per forward batch one intra-op thread
+/// trains at least as fast as two: measured on this project's 2-vCPU machine
+/// with MLPs of 700 to 670k weights (bench/RESULTS.md, "Threads"); a second
+/// thread paid at 8.6e7 in every run and never clearly at 1.7e7 or below.
+inline constexpr double kOneThreadBelowMultiplyAdds = 5e7;
+
+/// The intra-op threads for a training run whose forward batch costs
+/// `multiply_adds`: one below kOneThreadBelowMultiplyAdds, else `usable`.
+inline int threads_for_work(double multiply_adds, int usable) {
+  return multiply_adds < kOneThreadBelowMultiplyAdds ? 1 : usable;
+}
+
 /// Lowers the scheduling priority (SCHED_BATCH, nice `niceness`) of the
 /// calling thread and of LibTorch's intra-op threads, so a server's I/O
 /// threads answer quickly while a run computes (they win the CPU when they

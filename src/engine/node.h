@@ -40,6 +40,10 @@ std::string node_state_key(const std::string& scope, const std::string& node_id)
 /// Settings of one run that nodes may read.
 struct RunSettings {
   uint64_t seed = 0;
+  /// The intra-op thread count was set by the person running it (--threads,
+  /// CODEFY_NUM_THREADS); otherwise a CPU TrainingLoop picks it from its
+  /// model's size.
+  bool threads_forced = false;
   /// Overrides every node's `device` param when not empty (CLI --device).
   std::string device;
   /// Relative file paths in params resolve against this folder.

@@ -1,7 +1,11 @@
 // Data: Dataset (MNIST/FashionMNIST), CSVDataset, ToyDataset, DataLoader.
 #include "nodes/library.h"
+#include "train/augment.h"
+
+#include <torch/torch.h>
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -28,7 +32,14 @@ void register_dataset(NodeRegistry& r) {
   graph::NodeDef d{"Dataset",
                    "Data",
                    "Load a standard vision dataset (MNIST, FashionMNIST) from idx files on disk; never downloads.",
-                   {},
+                   {def::in("train_transform", DataType::kTransform,
+                            "Chain for the training split: where augmentation belongs (drawn per sample, epoch "
+                            "and seed as batches are cut); ignored on the test split, with a warning",
+                            true),
+                    def::in("eval_transform", DataType::kTransform,
+                            "Chain for the test split (and the training split when train_transform is unwired), "
+                            "applied once as the data is read",
+                            true)},
                    {def::out("dataset", DataType::kDataset, "Loaded dataset")},
                    {def::select("name", "MNIST", {"MNIST", "FashionMNIST"}, "Dataset"),
                     def::select("split", "train", {"train", "test"}, "Which split"),
@@ -56,18 +67,38 @@ void register_dataset(NodeRegistry& r) {
       [](NodeContext& ctx) {
         const std::string name = ctx.param_string("name");
         const bool train = ctx.param_string("split") == "train";
+        // The chain for this split; with one, images start as ToTensor's
+        // [0, 1] and the chain normalizes (CodefyUI's rule), else the
+        // default (x - 0.5) / 0.5.
+        const auto* train_chain = ctx.input_if<nlohmann::json>("train_transform");
+        const auto* eval_chain = ctx.input_if<nlohmann::json>("eval_transform");
+        if (!train && train_chain)
+          ctx.warn(std::string("split is test: the chain wired into train_transform is not applied (augmentation "
+                               "belongs on the training split)") +
+                   (eval_chain ? "" : "; wire eval_transform to transform this split"));
+        const std::string chain_port = train && train_chain ? "train_transform" : "eval_transform";
+        const nlohmann::json* chain_json = train && train_chain ? train_chain : eval_chain;
+        std::optional<train::Augmentation> chain;
+        if (chain_json) {
+          try {
+            chain = train::Augmentation::from_json(*chain_json);
+          } catch (const train::AugmentationError& e) {
+            NodeContext::fail_input(chain_port, e.what());
+          }
+        }
+        const bool normalize = !chain;
         const std::string dir = ctx.param_string("data_dir");
         // A folder the run may not read is refused, not replaced by the packaged copy.
         const std::filesystem::path folder = dir.empty() ? std::filesystem::path() : ctx.readable_path(dir, "data_dir");
         train::Dataset ds;
         try {
-          ds = train::load_mnist(name, train, folder);
+          ds = train::load_mnist(name, train, folder, normalize);
         } catch (const std::exception& first) {
           if (dir.empty()) NodeContext::fail_param("data_dir", first);
           NodeContext::rethrow_if_out_of_memory(first);  // the files were there: another folder will not fit either
           const std::string why = NodeContext::describe(first);
           try {
-            ds = train::load_mnist(name, train, {});  // Debian's packaged copy
+            ds = train::load_mnist(name, train, {}, normalize);  // Debian's packaged copy
           } catch (const std::exception& packaged) {
             NodeContext::rethrow_if_out_of_memory(packaged);
             NodeContext::fail_param("data_dir", why);
@@ -80,8 +111,20 @@ void register_dataset(NodeRegistry& r) {
                            : std::string("does not exist")) +
                    "; using " + name + " from " + ds.source + " instead");
         }
-        return ValueMap{{"dataset", std::make_shared<const train::Dataset>(
-                                        take_first(std::move(ds), ctx.param_int("max_samples")))}};
+        ds = take_first(std::move(ds), ctx.param_int("max_samples"));
+        if (chain) {
+          try {
+            if (chain->is_random()) {  // drawn as batches are cut; tried on one sample now
+              chain->apply(ds.inputs[0], 0);
+              ds.augment = std::make_shared<const train::Augmentation>(*chain);
+            } else {
+              ds.inputs = chain->apply_batch(ds.inputs, torch::arange(ds.size()), 0, 0);
+            }
+          } catch (const train::AugmentationError& e) {
+            NodeContext::fail_input(chain_port, e.what());
+          }
+        }
+        return ValueMap{{"dataset", std::make_shared<const train::Dataset>(std::move(ds))}};
       },
       fingerprint);
 }
@@ -160,7 +203,10 @@ void register_data_loader(NodeRegistry& r) {
                    {def::out("dataloader", DataType::kDataLoader, "Batches for training")},
                    {def::integer("batch_size", 32, "Samples per batch", 1),
                     def::boolean("shuffle", true, "Shuffle data at every epoch"),
-                    def::integer("num_workers", 0, "Accepted for CodefyUI graphs; batches are cut in memory", 0),
+                    def::integer("num_workers", 0,
+                                 "Threads preparing batches ahead of training (augmentation); 0: on the training "
+                                 "thread. The batches are the same either way",
+                                 0, 16),
                     def::advanced(def::boolean("drop_last", false, "Drop the last, short batch")),
                     def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
   d.cacheable = false;
@@ -169,6 +215,7 @@ void register_data_loader(NodeRegistry& r) {
     o.batch_size = ctx.param_int("batch_size");
     o.shuffle = ctx.param_bool("shuffle");
     o.drop_last = ctx.param_bool("drop_last");
+    o.num_workers = ctx.param_int("num_workers");
     const int64_t seed = ctx.param_int("seed");
     o.seed = seed >= 0 ? static_cast<uint64_t>(seed) : ctx.seed();
     const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");

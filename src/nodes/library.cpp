@@ -15,6 +15,7 @@ const NodeRegistry& builtin() {
     register_classic_nodes(r);
     register_tensor_nodes(r);
     register_generative_nodes(r);
+    register_transform_nodes(r);
     return r;
   }();
   return registry;

@@ -20,5 +20,6 @@ void register_data_table_nodes(NodeRegistry& r);
 void register_classic_nodes(NodeRegistry& r);
 void register_tensor_nodes(NodeRegistry& r);
 void register_generative_nodes(NodeRegistry& r);
+void register_transform_nodes(NodeRegistry& r);
 
 }  // namespace codefy::nodes

@@ -2,11 +2,14 @@
 #include "nodes/library.h"
 
 #include "device/memory.h"
+#include "device/runtime.h"
 #include "train/data_parallel.h"
 #include "train/trainer.h"
 
 #include <torch/torch.h>
 
+#include <iomanip>
+#include <optional>
 #include <sstream>
 
 namespace codefy {
@@ -23,6 +26,19 @@ struct RankPeaks {
   nlohmann::json per_device = nlohmann::json::object();
   nlohmann::json per_rank = nlohmann::json::array();
 };
+/// Sets LibTorch's intra-op threads for one node and puts the previous
+/// count back when it ends.
+class ThreadsForNode {
+ public:
+  explicit ThreadsForNode(int threads) : previous_(at::get_num_threads()) { at::set_num_threads(threads); }
+  ~ThreadsForNode() { at::set_num_threads(previous_); }
+  ThreadsForNode(const ThreadsForNode&) = delete;
+  ThreadsForNode& operator=(const ThreadsForNode&) = delete;
+
+ private:
+  int previous_;
+};
+
 RankPeaks peaks_over_ranks(train::DataParallel& world, c10::Device device) {
   const auto cpu = device::read_memory(c10::Device(c10::kCPU));
   const auto dev = device.is_cpu() ? device::MemoryReading{} : device::read_memory(device);
@@ -288,6 +304,23 @@ void register_training_loop(NodeRegistry& r) {
         shard.rank = world->rank();
         train_loader = std::make_shared<const train::DataLoader>(loader->dataset_ptr(), shard);
       }
+    }
+    // On the CPU, unless the person running it set the thread count: one
+    // intra-op thread for a small model (a second one only costs there),
+    // all usable CPUs for a larger one; the rule reads the model's
+    // multiply-adds on the first batch, so the same graph always gets the
+    // same count (thread counts change the order of sums).
+    std::optional<ThreadsForNode> threads;
+    if (!ctx.run().threads_forced && o.device.is_cpu() && train_loader->num_batches() > 0) {
+      const torch::Tensor first = train_loader->batch(train_loader->epoch_order(0), 0).inputs;
+      const double work = train::forward_multiply_adds(*model, first);
+      const int chosen = device::threads_for_work(work, device::usable_cpus());
+      threads.emplace(chosen);
+      std::ostringstream why;
+      why << std::to_string(chosen) << (chosen == 1 ? " thread" : " threads") << " for " << std::setprecision(2)
+          << work << " multiply-adds per forward batch (one thread below " << device::kOneThreadBelowMultiplyAdds
+          << "; --threads N sets it)";
+      o.threads_reason = why.str();
     }
     if (const auto* state = ctx.input_if<nlohmann::json>("grad_scaler_state")) o.grad_scaler_state = *state;
     o.seed = ctx.seed();

@@ -1,5 +1,7 @@
 // Datasets (idx/MNIST, CSV, synthetic) and the reproducible data loader.
 #include "train/data.h"
+
+#include "train/augment.h"
 #include "util/random.h"
 #include "util/text.h"
 
@@ -326,7 +328,7 @@ std::vector<fs::path> find_mnist_files(const std::string& name, bool train, cons
   return find_mnist_files(name, train, data_dir, looked_at);
 }
 
-Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir) {
+Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir, bool normalize) {
   const std::string prefix = split_prefix(train);
   std::vector<std::string> looked_at;
   const auto files = find_mnist_files(name, train, data_dir, looked_at);
@@ -350,7 +352,8 @@ Dataset load_mnist(const std::string& name, bool train, const fs::path& data_dir
     Dataset ds;
     ds.name = name;
     // Same arithmetic as torchvision's ToTensor (x / 255) then Normalize((0.5,), (0.5,)).
-    ds.inputs = images.unsqueeze(1).to(torch::kFloat32).div_(255).sub_(0.5).div_(0.5);
+    ds.inputs = images.unsqueeze(1).to(torch::kFloat32).div_(255);
+    if (normalize) ds.inputs.sub_(0.5).div_(0.5);
     ds.targets = labels.to(torch::kInt64);
     ds.num_classes = 10;
     std::error_code ec;
@@ -644,7 +647,7 @@ torch::Tensor DataLoader::epoch_order(int64_t epoch) const {
   return order.slice(0, options_.rank, total, replicas).contiguous();
 }
 
-Batch DataLoader::batch(const torch::Tensor& order, int64_t index) const {
+Batch DataLoader::batch(const torch::Tensor& order, int64_t index, int64_t epoch) const {
   const int64_t n = num_samples();
   if (!order.defined() || order.dim() != 1 || order.size(0) != n || order.scalar_type() != torch::kInt64) {
     throw std::invalid_argument("batch order must be an int64 [" + std::to_string(n) + "] tensor from epoch_order");
@@ -656,7 +659,9 @@ Batch DataLoader::batch(const torch::Tensor& order, int64_t index) const {
   const int64_t begin = index * options_.batch_size;
   const int64_t end = std::min(begin + options_.batch_size, n);
   torch::Tensor idx = order.slice(0, begin, end);
-  return Batch{dataset_->inputs.index_select(0, idx), dataset_->targets.index_select(0, idx)};
+  torch::Tensor inputs = dataset_->inputs.index_select(0, idx);
+  if (dataset_->augment) inputs = dataset_->augment->apply_batch(inputs, idx, options_.seed, epoch);
+  return Batch{inputs, dataset_->targets.index_select(0, idx)};
 }
 
 }  // namespace codefy::train

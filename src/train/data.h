@@ -12,6 +12,8 @@
 
 namespace codefy::train {
 
+struct Augmentation;
+
 /// An in-memory dataset: `inputs` [N, ...] (float32) and `targets` [N]
 /// (int64 class labels) or [N, k] (float32 regression targets).
 struct Dataset {
@@ -22,6 +24,9 @@ struct Dataset {
   int64_t num_classes = 0;
   /// Where it was read from (resolved path), empty for generated data.
   std::string source;
+  /// Random augmentation every DataLoader applies to this dataset's batches,
+  /// sample by sample (null: none).
+  std::shared_ptr<const Augmentation> augment;
   int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
 };
 using DatasetPtr = std::shared_ptr<const Dataset>;
@@ -38,9 +43,10 @@ torch::Tensor read_idx_file(const std::filesystem::path& path);
 std::vector<std::filesystem::path> mnist_search_dirs(const std::string& name, const std::filesystem::path& data_dir);
 
 /// Loads MNIST/FashionMNIST `train` or `test` split. Images float32
-/// [N,1,28,28] transformed as CodefyUI does, (x/255 - 0.5) / 0.5; labels int64.
-/// The error for missing files lists every place it looked.
-Dataset load_mnist(const std::string& name, bool train, const std::filesystem::path& data_dir);
+/// [N,1,28,28] transformed as CodefyUI does, (x/255 - 0.5) / 0.5 (with
+/// `normalize` false: x/255, ToTensor's [0, 1], for a transform chain to
+/// go on from); labels int64. The error for missing files lists every place it looked.
+Dataset load_mnist(const std::string& name, bool train, const std::filesystem::path& data_dir, bool normalize = true);
 
 /// The image and label files load_mnist(name, train, data_dir) reads, in
 /// that order; empty when no folder it searches has both. An empty
@@ -100,6 +106,9 @@ struct DataLoaderOptions {
   /// positions r, r + num_replicas, ... One replica: the whole dataset.
   int64_t num_replicas = 1;
   int64_t rank = 0;
+  /// Threads preparing batches ahead of training (0: on the training thread).
+  /// The batches are the same either way.
+  int64_t num_workers = 0;
 };
 
 /// Cuts a dataset into mini-batches. The order of epoch e depends only on
@@ -118,8 +127,9 @@ class DataLoader {
   /// Sample indices of epoch `epoch` (int64 [num_samples()]); identity when
   /// not shuffling; this rank's shard of it with sharding.
   torch::Tensor epoch_order(int64_t epoch) const;
-  /// Batch `index` of an order returned by epoch_order.
-  Batch batch(const torch::Tensor& order, int64_t index) const;
+  /// Batch `index` of an order returned by epoch_order(epoch); the
+  /// dataset's augmentation, if any, drawn for (seed, epoch, sample index).
+  Batch batch(const torch::Tensor& order, int64_t index, int64_t epoch = 0) const;
 
  private:
   DatasetPtr dataset_;

@@ -25,4 +25,10 @@ using ModelPtr = std::shared_ptr<Model>;
 /// Number of trainable scalars.
 int64_t count_parameters(const torch::nn::Module& m);
 
+/// Multiply-adds of one forward pass of `model` on `batch` (a whole batch,
+/// on the model's device), counted from the matrix products and
+/// convolutions LibTorch runs for it (addmm, mm, bmm, _convolution), without
+/// gradients and in evaluation mode (the mode is restored after).
+double forward_multiply_adds(Model& model, const torch::Tensor& batch);
+
 }  // namespace codefy::train

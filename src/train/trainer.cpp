@@ -1,8 +1,10 @@
 #include "train/trainer.h"
 
 #include "train/accumulation.h"
+#include "train/augment.h"
 #include "train/grad_buffer.h"
 #include "train/micro_batch.h"
+#include "train/prefetch.h"
 #include "train/serialize.h"
 #include "train/update.h"
 #include "util/errors.h"
@@ -119,6 +121,10 @@ class TrainingRun {
   DataParallel* parallel() const { return parallel_; }
   /// Ranks sharing each update: the world's size, 1 in a single process.
   int64_t world() const { return parallel_ ? parallel_->world_size() : 1; }
+  /// Threads cutting batches ahead: num_workers when the data set has an
+  /// augmentation to draw; none for batches cut from memory, which workers
+  /// only slow down (bench/RESULTS.md, "num_workers").
+  int64_t batch_workers() const { return train_data_.dataset().augment ? train_data_.options().num_workers : 0; }
   /// Whether any rank was asked to stop (one collective with data parallelism).
   bool stop_requested(int64_t epoch, int64_t batch);
   void add_precision_fields(nlohmann::json& j) const;
@@ -290,6 +296,12 @@ void TrainingRun::prepare() {
     config["samples_per_rank"] = train_data_.num_samples();
     config["evaluation"] = "every rank evaluates the whole validation set (identical weights, identical results)";
   }
+  config["num_workers"] = train_data_.options().num_workers;
+  config["batch_workers"] = batch_workers();
+  config["augmentation"] = train_data_.dataset().augment ? train_data_.dataset().augment->to_json()["steps"]
+                                                         : nlohmann::json();
+  config["threads"] = at::get_num_threads();
+  if (!options_.threads_reason.empty()) config["threads_reason"] = options_.threads_reason;
   add_precision_fields(config);
   emit({{"event", "config"}, {"config", config}});
 }
@@ -326,12 +338,15 @@ EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
     for (const auto& b : model_.buffers()) buffers.push_back(b);
   EpochTotals totals;
   totals.loss_sum = torch::zeros({}, torch::TensorOptions().device(device_));
+  // num_workers: batches cut ahead on worker threads (stopped with the epoch).
+  std::optional<BatchPrefetcher> prefetch;
+  if (batch_workers() > 0) prefetch.emplace(train_data_, order, epoch, batch_workers());
   for (int64_t b = 0; b < batches_; ++b) {
     if (stop_requested(epoch, b)) {
       grads_.zero();  // Stop drops the window in progress: no partial gradients outlive the run
       throw Cancelled();
     }
-    Batch batch = train_data_.batch(order, b);
+    Batch batch = prefetch ? prefetch->next() : train_data_.batch(order, b, epoch);
     torch::Tensor x = batch.inputs.to(device_), y = batch.targets.to(device_);
     const bool ends_window = window_.ends_update(b);
     if (reducer) reducer->begin_micro_batch(ends_window);

@@ -25,6 +25,8 @@ namespace codefy::train {
 /// How to train.
 struct TrainOptions {
   int64_t epochs = 5;
+  /// How the intra-op thread count was chosen, for the config event ("": not said).
+  std::string threads_reason;
   /// Stop when the monitored loss (validation, else training) has not improved
   /// for this many epochs, and restore the best weights; 0 disables.
   int64_t early_stopping_patience = 0;

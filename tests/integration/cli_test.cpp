@@ -177,6 +177,119 @@ TEST(Cli, RunJsonPrintsOneEventPerLine) {
   EXPECT_EQ(last_event, "execution_complete");
 }
 
+/// The TrainingLoop's config event of a --json run's output.
+nlohmann::json config_of(const std::string& output) {
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("event", "") == "progress" && j["data"].value("event", "") == "config")
+      return j["data"]["config"];
+  }
+  return nullptr;
+}
+
+// A small model trains on one intra-op thread unless --threads says otherwise;
+// a large one on every usable CPU; the config says which and why.
+TEST(Cli, TheThreadCountFollowsTheModelsSizeUnlessForced) {
+  const auto dir = temp_dir("cli_threads");
+  const auto small = write_graph(dir, "small", OK_GRAPH("{}", R"({"epochs":1})"));
+  auto r = run_codefy("run " + small + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json c = config_of(r.output);
+  EXPECT_EQ(c["threads"], 1) << c.dump();
+  EXPECT_NE(c.value("threads_reason", "").find("1 thread for"), std::string::npos) << c.dump();
+
+  r = run_codefy("run " + small + " --json --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  c = config_of(r.output);
+  EXPECT_EQ(c["threads"], 2) << c.dump();
+  EXPECT_FALSE(c.contains("threads_reason")) << "a forced count is not explained as chosen";
+
+  // 784-2048-10 on batches of 64: 1.04e8 multiply-adds per forward batch.
+  nlohmann::json g = testing::mlp_training_graph(
+      "large", 784, 2048, 10, {{"n_samples", 64}, {"n_features", 784}, {"n_classes", 10}}, {{"batch_size", 64}},
+      {{"type", "SGD"}, {"lr", 0.01}}, {{"epochs", 1}, {"device", "cpu"}});
+  const auto large = write_graph(dir, "large", g.dump());
+  r = run_codefy("run " + large + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  c = config_of(r.output);
+  EXPECT_EQ(c["threads"], device::usable_cpus()) << c.dump();
+  EXPECT_NE(c.value("threads_reason", "").find("1e+08 multiply-adds per forward batch"), std::string::npos) << c.dump();
+}
+
+/// Fashion-MNIST (512 samples) through a crop + flip + normalize chain into a
+/// linear classifier; `workers` DataLoader threads; `augment` false: no chain.
+nlohmann::json augmented_fashion_graph(int64_t workers, bool augment) {
+  const nlohmann::json layers = {
+      {"version", 2},
+      {"nodes",
+       {{{"id", "in"}, {"type", "Input"}, {"ports", {{{"id", "p"}, {"name", "x"}}}}},
+        {{"id", "f"}, {"type", "Flatten"}},
+        {{"id", "l"}, {"type", "Linear"}, {"params", {{"in_features", 784}, {"out_features", 10}}}},
+        {{"id", "out"}, {"type", "Output"}, {"ports", {{{"id", "q"}, {"name", "y"}}}}}}},
+      {"edges",
+       {{{"id", "e1"}, {"source", "in"}, {"target", "f"}, {"sourceHandle", "p"}},
+        {{"id", "e2"}, {"source", "f"}, {"target", "l"}},
+        {{"id", "e3"}, {"source", "l"}, {"target", "out"}, {"targetHandle", "q"}}}}};
+  auto node = [](const char* id, const char* type, const nlohmann::json& params) {
+    return nlohmann::json{{"id", id}, {"type", type}, {"data", {{"params", params}}}};
+  };
+  auto edge = [](const char* s, const char* sh, const char* t, const char* th) {
+    return nlohmann::json{{"source", s}, {"sourceHandle", sh}, {"target", t}, {"targetHandle", th}, {"type", "data"}};
+  };
+  nlohmann::json g = {
+      {"name", "augmented"},
+      {"nodes",
+       {node("start", "Start", nlohmann::json::object()),
+        node("data", "Dataset", {{"name", "FashionMNIST"}, {"split", "train"}, {"data_dir", ""}, {"max_samples", 512}}),
+        node("loader", "DataLoader", {{"batch_size", 64}, {"shuffle", true}, {"num_workers", workers}}),
+        node("model", "SequentialModel", {{"layers", layers.dump()}}), node("loss", "Loss", {{"type", "CrossEntropyLoss"}}),
+        node("opt", "Optimizer", {{"type", "SGD"}, {"lr", 0.05}}),
+        node("train", "TrainingLoop", {{"epochs", 3}, {"device", "cpu"}})}},
+      {"edges",
+       {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "model"}, {"type", "trigger"}},
+        edge("data", "dataset", "loader", "dataset"), edge("model", "model", "opt", "model"),
+        edge("model", "model", "train", "model"), edge("loader", "dataloader", "train", "dataloader"),
+        edge("opt", "optimizer", "train", "optimizer"), edge("loss", "loss_fn", "train", "loss_fn")}}};
+  if (augment) {
+    g["nodes"].push_back(node("crop", "RandomCrop", {{"size", 28}, {"padding", 2}}));
+    g["nodes"].push_back(node("flip", "RandomHorizontalFlip", {{"p", 0.5}}));
+    g["nodes"].push_back(node("norm", "NormalizeTransform", {{"preset", "FashionMNIST"}}));
+    g["edges"].push_back(edge("crop", "transform", "flip", "transform"));
+    g["edges"].push_back(edge("flip", "transform", "norm", "transform"));
+    g["edges"].push_back(edge("norm", "transform", "data", "train_transform"));
+  }
+  return g;
+}
+
+// The same batches whether worker threads or the training thread cut them:
+// 0 and 2 workers train to the same loss, bit for bit; the chain is applied.
+TEST(Cli, NumWorkersPrepareTheSameAugmentedBatches) {
+  const auto dir = temp_dir("cli_workers");
+  double loss[3] = {0, 0, 0};
+  int i = 0;
+  for (const auto& [workers, augment] : {std::pair<int64_t, bool>{0, true}, {2, true}, {0, false}}) {
+    const auto r = run_codefy(
+        "run " + write_graph(dir, "g" + std::to_string(i), augmented_fashion_graph(workers, augment).dump()) +
+        " --json --threads 1");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json c = config_of(r.output);
+    EXPECT_EQ(c["num_workers"], workers) << c.dump();
+    EXPECT_EQ(c["batch_workers"], workers) << c.dump();
+    EXPECT_EQ(c["augmentation"].size(), augment ? 3u : 0u) << c.dump();
+    std::istringstream lines(r.output);
+    std::string line;
+    while (std::getline(lines, line))
+      if (line.find("\"execution_complete\"") != std::string::npos)
+        loss[i] = nlohmann::json::parse(line)["results"]["train"]["final_train_loss"];
+    ASSERT_GT(loss[i], 0) << r.output;
+    ++i;
+  }
+  EXPECT_EQ(loss[0], loss[1]) << "2 workers cut other batches than the training thread";
+  EXPECT_NE(loss[0], loss[2]) << "the chain changed nothing";
+}
+
 TEST(Cli, ToyExampleRunsAndPrintsMetrics) {
   auto r = run_codefy("run " + (codefy::testing::source_dir() / "examples/toy-mlp/graph.json").string() + " --out " +
                       temp_dir("cli_toy").string());
