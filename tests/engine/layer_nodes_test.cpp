@@ -1,4 +1,4 @@
-// The layer nodes (src/nodes/layer_nodes.cpp): outputs against PyTorch's
+// The layer nodes (src/nodes/layer_nodes_vision.cpp, layer_nodes_sequence.cpp): outputs against PyTorch's
 // (tests/golden/layers.json, written by scripts/golden/make_layer_golden.py),
 // weights kept in the node state store, wrong inputs refused with both shapes,
 // the palette, and the example graphs built from them.

@@ -19,6 +19,9 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
   await expect(page.getByTestId('export')).toHaveText('匯出');
   await expect(page.getByTestId('palette-search')).toHaveAttribute('placeholder', '搜尋節點');
   await expect(page.getByTestId('palette')).toContainText('把節點拖曳到畫布上');
+  // The categories too, the pipeline's first.
+  await expect(page.locator('.palette-group h3').first()).toHaveText('控制');
+  await expect(page.getByTestId('palette')).toContainText('張量運算');
   await expect(page.getByTestId('messages')).toContainText('警告、錯誤與執行紀錄會顯示在這裡。');
   await expect(page.getByText('Drag nodes here from the palette')).toHaveCount(0);
   await shot(page, 'i18n-01-switched');

@@ -56,21 +56,21 @@ describe('the address', () => {
 });
 
 describe('palette and toolbar helpers', () => {
-  it('groups by category in the server’s order and searches names, categories and descriptions', () => {
+  it('groups by category, a pipeline’s first and then the server’s order, and searches names, categories and descriptions', () => {
     const groups = groupDefinitions(nodeDefs, '');
     expect(groups.map(([c]) => c)).toEqual([
-      'CNN',
-      'Classical',
       'Control',
       'Data',
-      'Diffusion',
+      'Training',
       'IO',
+      'CNN',
+      'Classical',
+      'Diffusion',
       'LLM',
       'Normalization',
       'RL',
       'RNN',
       'Tensor Operations',
-      'Training',
       'Transformer',
       'Utility',
     ]);

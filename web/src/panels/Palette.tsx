@@ -2,10 +2,31 @@ import { useReactFlow } from '@xyflow/react';
 import { useMemo, useState, type DragEvent } from 'react';
 import type { NodeDefinition } from '../api/types';
 import { PALETTE_MIME } from '../canvas/dnd';
-import { useT } from '../i18n';
+import { useT, type MessageKey } from '../i18n';
 import { useEditor } from '../store/editorStore';
 
-/** Definitions grouped by category (server order kept), filtered by a search text. */
+/** The server's category names with a translation (others are shown as the server names them). */
+const CATEGORY_LABEL: Record<string, MessageKey> = {
+  Control: 'category.control',
+  Data: 'category.data',
+  Training: 'category.training',
+  IO: 'category.io',
+  CNN: 'category.cnn',
+  Classical: 'category.classical',
+  Diffusion: 'category.diffusion',
+  LLM: 'category.llm',
+  Normalization: 'category.normalization',
+  RL: 'category.rl',
+  RNN: 'category.rnn',
+  'Tensor Operations': 'category.tensor_operations',
+  Transformer: 'category.transformer',
+  Utility: 'category.utility',
+};
+
+/** What a training pipeline is built from, shown first; the other categories follow in the server's order. */
+const PIPELINE_FIRST = ['Control', 'Data', 'Training', 'IO'];
+
+/** Definitions grouped by category (pipeline categories first, then the server's order), filtered by a search text. */
 export function groupDefinitions(defs: readonly NodeDefinition[], query: string): [string, NodeDefinition[]][] {
   const q = query.trim().toLowerCase();
   const groups = new Map<string, NodeDefinition[]>();
@@ -21,7 +42,11 @@ export function groupDefinitions(defs: readonly NodeDefinition[], query: string)
     list.push(d);
     groups.set(d.category, list);
   }
-  return [...groups.entries()];
+  const rank = (category: string) => {
+    const i = PIPELINE_FIRST.indexOf(category);
+    return i < 0 ? PIPELINE_FIRST.length : i;
+  };
+  return [...groups.entries()].sort(([a], [b]) => rank(a) - rank(b)); // stable: the rest keep the server's order
 }
 
 export function Palette() {
@@ -63,7 +88,7 @@ export function Palette() {
         {status === 'ready' && groups.length === 0 && <p className="muted">{t('palette.none', { query })}</p>}
         {groups.map(([category, list]) => (
           <section key={category} className="palette-group">
-            <h3>{category}</h3>
+            <h3>{CATEGORY_LABEL[category] ? t(CATEGORY_LABEL[category]) : category}</h3>
             <ul>
               {list.map((d) => (
                 <li
