@@ -317,7 +317,7 @@ void register_training_loop(NodeRegistry& r) {
       const int chosen = device::threads_for_work(work, device::usable_cpus());
       threads.emplace(chosen);
       std::ostringstream why;
-      why << std::to_string(chosen) << (chosen == 1 ? " thread" : " threads") << " for " << std::setprecision(2)
+      why << chosen << (chosen == 1 ? " thread" : " threads") << " for " << std::setprecision(2)
           << work << " multiply-adds per forward batch (one thread below " << device::kOneThreadBelowMultiplyAdds
           << "; --threads N sets it)";
       o.threads_reason = why.str();

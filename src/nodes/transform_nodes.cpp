@@ -4,8 +4,11 @@
 // TRANSFORM edge; the Dataset node applies it (train::Augmentation).
 #include "nodes/library.h"
 #include "train/augment.h"
+#include "train/data.h"
+#include "util/list.h"
 
-#include <sstream>
+#include <string>
+#include <vector>
 
 namespace codefy {
 
@@ -34,12 +37,8 @@ const std::vector<NormalizePreset>& normalize_presets() {
 /// "0.5, 0.25" -> {0.5, 0.25}; fails naming the param on anything else.
 std::vector<double> number_list(const std::string& text, const std::string& param) {
   std::vector<double> v;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const auto n = train::parse_number(item.substr(item.find_first_not_of(" \t") == std::string::npos
-                                                        ? item.size()
-                                                        : item.find_first_not_of(" \t")));
+  for (const auto& part : util::split_list(text)) {
+    const auto n = train::parse_number(part);
     if (!n) NodeContext::fail_param(param, "expected numbers separated by commas, got \"" + text + "\"");
     v.push_back(*n);
   }

@@ -23,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 using testing::mlp_training_graph;
 using testing::run_codefy;
 using testing::temp_dir;
+using testing::weight_difference;
 
 /// A tiny classification run that saves its weights to `weights`.
 nlohmann::json tiny_graph(const std::string& optimizer, int64_t batch, int64_t accumulate, int64_t epochs,
@@ -55,19 +56,6 @@ nlohmann::json train_metrics(const std::string& output) {
     if (line.find("\"execution_complete\"") != std::string::npos)
       return nlohmann::json::parse(line)["results"]["train"];
   return nullptr;
-}
-
-/// Largest |a - b| over max|b| across the tensors of two weight files.
-double weight_difference(const std::filesystem::path& a, const std::filesystem::path& b) {
-  const auto wa = train::load_weights(a), wb = train::load_weights(b);
-  EXPECT_EQ(wa.size(), wb.size());
-  double worst = 0;
-  for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i) {
-    EXPECT_EQ(wa[i].first, wb[i].first);
-    const double scale = std::max(wb[i].second.abs().max().item<double>(), 1e-6);
-    worst = std::max(worst, (wa[i].second - wb[i].second).abs().max().item<double>() / scale);
-  }
-  return worst;
 }
 
 struct Exactness {

@@ -6,9 +6,11 @@
 #include "engine/executor.h"
 #include "graph/graph.h"
 #include "nodes/library.h"
+#include "train/serialize.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -93,6 +95,20 @@ inline Command run_codefy(const std::string& args, const std::string& env = "") 
   int status = pclose(pipe);
   c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return c;
+}
+
+/// Largest |a - b| over max|b| across the tensors of two weight files (their
+/// names checked in order): how far one run's weights are from another's.
+inline double weight_difference(const std::filesystem::path& a, const std::filesystem::path& b) {
+  const auto wa = train::load_weights(a), wb = train::load_weights(b);
+  EXPECT_EQ(wa.size(), wb.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i) {
+    EXPECT_EQ(wa[i].first, wb[i].first);
+    const double scale = std::max(wb[i].second.abs().max().item<double>(), 1e-6);
+    worst = std::max(worst, (wa[i].second - wb[i].second).abs().max().item<double>() / scale);
+  }
+  return worst;
 }
 
 }  // namespace codefy::testing

@@ -5,7 +5,6 @@
 #include "../engine/test_support.h"
 #include "device/memory.h"
 #include "fixture.h"
-#include "train/serialize.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -58,18 +57,6 @@ nlohmann::json ddp_graph(int64_t batch, int64_t epochs, int64_t samples, const f
   g["edges"].push_back({{"source", "train"}, {"sourceHandle", "model"}, {"target", "save"},
                         {"targetHandle", "model"}, {"type", "data"}});
   return g;
-}
-
-/// Largest |a - b| over max|b| across the tensors of two weight files.
-double weight_difference(const fs::path& a, const fs::path& b) {
-  const auto wa = train::load_weights(a), wb = train::load_weights(b);
-  EXPECT_EQ(wa.size(), wb.size());
-  double worst = 0;
-  for (size_t i = 0; i < std::min(wa.size(), wb.size()); ++i) {
-    const double scale = std::max(wb[i].second.abs().max().item<double>(), 1e-6);
-    worst = std::max(worst, (wa[i].second - wb[i].second).abs().max().item<double>() / scale);
-  }
-  return worst;
 }
 
 class ServerDdp : public ServerFixture {
@@ -132,7 +119,7 @@ TEST_F(ServerDdp, TwoCpuProcessesLandOnTheWeightsOfOneProcessWithTheCombinedBatc
   std::ofstream(graph) << ddp_graph(32, epochs, samples, ref.path() / "one.pt", "single").dump();
   const auto one = testing::run_codefy("run " + graph.string() + " --threads 1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  EXPECT_LE(weight_difference(dir_.path() / "two.pt", ref.path() / "one.pt"), 1e-5);
+  EXPECT_LE(testing::weight_difference(dir_.path() / "two.pt", ref.path() / "one.pt"), 1e-5);
 
   // The queue shows the worker's ranks.
   EXPECT_EQ(get("/api/health").json["queues"]["cpu2"]["ddp_ranks"], 2) << get("/api/health").body;
