@@ -40,6 +40,9 @@ std::string node_state_key(const std::string& scope, const std::string& node_id)
 /// Settings of one run that nodes may read.
 struct RunSettings {
   uint64_t seed = 0;
+  /// Teaching nodes record their intermediate steps as extra outputs
+  /// (`__step__{i}__{name}`, `__step__{i}__meta`) for the inspector.
+  bool verbose = false;
   /// The intra-op thread count was set by the person running it (--threads,
   /// CODEFY_NUM_THREADS); otherwise a CPU TrainingLoop picks it from its
   /// model's size.
@@ -89,6 +92,8 @@ class NodeContext {
   const nlohmann::json& params() const { return params_; }
   const RunSettings& run() const { return run_; }
   const CancellationToken& cancel() const { return run_.cancel; }
+  /// The run asked for teaching nodes' intermediate steps (CodefyUI's verbose mode).
+  bool verbose() const { return run_.verbose; }
   /// This node's seed: derived from the run seed and the node id, the one
   /// LibTorch's RNG was seeded with before the node started.
   uint64_t seed() const;

@@ -211,7 +211,8 @@ nlohmann::json summarize(const Value& v) {
 
 nlohmann::json summarize(const ValueMap& values) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [port, value] : values) j[port] = summarize(value);
+  for (const auto& [port, value] : values)
+    if (port.rfind("__", 0) != 0) j[port] = summarize(value);  // a verbose node's steps are not ports
   return j;
 }
 

@@ -3,6 +3,7 @@
 #include "util/atomic_file.h"
 #include "util/json_input.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -92,6 +93,24 @@ const PortDef* NodeDef::output(const std::string& port) const {
     if (p.name == port) return &p;
   return nullptr;
 }
+std::optional<PortDef> NodeDef::output_for(const std::string& port, const json& params) const {
+  if (const PortDef* p = output(port)) return *p;
+  if (!output_family || port.rfind(output_family->prefix, 0) != 0) return std::nullopt;
+  const std::string digits = port.substr(output_family->prefix.size());
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos ||
+      (digits.size() > 1 && digits[0] == '0'))
+    return std::nullopt;
+  const ParamDef* count_def = param(output_family->count_param);
+  double count = count_def && count_def->default_value.is_number() ? count_def->default_value.get<double>() : 0;
+  if (params.contains(output_family->count_param) && params.at(output_family->count_param).is_number())
+    count = params.at(output_family->count_param).get<double>();
+  if (count_def && count_def->min_value) count = std::max(count, *count_def->min_value);
+  if (count_def && count_def->max_value) count = std::min(count, *count_def->max_value);
+  const int index = std::stoi(digits);
+  if (index >= count) return std::nullopt;
+  return PortDef{port, output_family->type, "Output " + digits, false};
+}
+
 const ParamDef* NodeDef::param(const std::string& n) const {
   for (const auto& p : params)
     if (p.name == n) return &p;
@@ -121,8 +140,13 @@ json to_json(const NodeDef& def) {
     if (p.open_options) j["open_options"] = true;  // options are suggestions (device strings); CodefyUI ignores it
     params.push_back(std::move(j));
   }
-  return {{"node_name", def.name},       {"category", def.category},      {"description", def.description},
-          {"inputs", ports(def.inputs)}, {"outputs", ports(def.outputs)}, {"params", std::move(params)}};
+  json j = {{"node_name", def.name},       {"category", def.category},      {"description", def.description},
+            {"inputs", ports(def.inputs)}, {"outputs", ports(def.outputs)}, {"params", std::move(params)}};
+  if (def.output_family)  // CodefyUI's editor knows Split's by name; ours reads this
+    j["output_family"] = {{"prefix", def.output_family->prefix},
+                          {"count_param", def.output_family->count_param},
+                          {"data_type", to_string(def.output_family->type)}};
+  return j;
 }
 
 const NodeSpec* Graph::node(const std::string& id) const {

@@ -86,8 +86,20 @@ struct NodeDef {
   /// of the last run (CodefyUI's weights_persistent, the node state store).
   bool persistent_state = false;
 
+  /// Outputs whose number a param sets (Split's chunk_0 .. chunk_{chunks-1}):
+  /// `outputs` lists those of the param's default, and a node has
+  /// `prefix + i` for every i below its own param (clamped to the param's limits).
+  struct PortFamily {
+    std::string prefix;
+    std::string count_param;
+    DataType type = DataType::kAny;
+  };
+  std::optional<PortFamily> output_family = std::nullopt;
+
   const PortDef* input(const std::string& port) const;
   const PortDef* output(const std::string& port) const;
+  /// Output `port` of a node with these params: a declared one or one of its family.
+  std::optional<PortDef> output_for(const std::string& port, const json& params) const;
   const ParamDef* param(const std::string& name) const;
 };
 

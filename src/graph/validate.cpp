@@ -147,7 +147,7 @@ std::vector<Issue> validate(const Graph& g, const NodeCatalog& catalog, const Pl
     if (!plan.contains(t->id)) continue;
     const NodeDef* sd = catalog.find(s->type);
     const NodeDef* td = catalog.find(t->type);
-    const PortDef* out = sd ? sd->output(e.source_handle) : nullptr;
+    const std::optional<PortDef> out = sd ? sd->output_for(e.source_handle, s->params) : std::nullopt;
     const PortDef* in = td ? td->input(e.target_handle) : nullptr;
     if (sd && !out)
       add(s, "output \"" + e.source_handle + "\"", "edge " + e.id + " leaves from an output this node does not have");

@@ -1,5 +1,6 @@
 // IO: ModelSaver, ModelLoader, Inference, CheckpointSaver, CheckpointLoader, Visualize, ImageReader,
 // and GraphInput / GraphOutput (a graph's declared inputs and outputs).
+#include "engine/graph_contract.h"
 #include "nodes/library.h"
 #include "plot/plot.h"
 #include "train/checkpoint.h"
@@ -364,48 +365,32 @@ void register_image_reader(NodeRegistry& r) {
 Value graph_input_value(const NodeContext& ctx) {
   const std::string type = ctx.param_string("type");
   const bool injected = ctx.params().contains("value");
-  nlohmann::json v = injected ? ctx.params().at("value") : nlohmann::json(ctx.param_string("default"));
   const std::string field = injected ? "value" : "default";
-  auto fail = [&](const std::string& why) -> Value { NodeContext::fail_param(field, why); };
+  nlohmann::json v;
+  if (injected) {
+    v = ctx.params().at("value");
+    if (const std::string why = check_input_value(v, type); !why.empty()) NodeContext::fail_param(field, why);
+  } else if (type == "image") {
+    // A canvas run names a PNG file; an API caller sends it as base64.
+    v = ctx.param_string("default");
+    if (v.get<std::string>().empty())
+      NodeContext::fail_param(field, "type=image needs 'default' set to a PNG file for canvas runs");
+  } else {
+    try {
+      v = parse_input_default(ctx.param_string("default"), type);
+    } catch (const std::invalid_argument& e) {
+      NodeContext::fail_param(field, e.what());
+    }
+  }
   if (type == "image") {
-    // An API caller sends the PNG as base64; a canvas run names a file.
-    if (!v.is_string()) return fail("expected base64 image string, got " + std::string(v.type_name()));
-    if (!injected && v.get<std::string>().empty())
-      return fail("type=image needs 'default' set to a PNG file for canvas runs");
     try {
       return injected ? read_png_base64(v.get<std::string>()) : read_png(ctx.resolve_path(v.get<std::string>()), "RGB");
     } catch (const std::exception& e) {
       NodeContext::fail_param(field, e);
     }
   }
-  if (!injected && type != "string") {
-    // The canvas default is text, parsed per type.
-    std::string text = v.get<std::string>();
-    const std::string raw = text;
-    text.erase(0, text.find_first_not_of(" \t\n"));
-    text.erase(text.find_last_not_of(" \t\n") + 1);
-    if (type == "boolean") {
-      std::string lower;
-      for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lower != "true" && lower != "false") return fail("\"" + raw + "\" does not parse as boolean (use 'true'/'false')");
-      v = lower == "true";
-    } else {
-      v = nlohmann::json::parse(type == "json" ? raw : text, nullptr, false);
-      if (v.is_discarded() || (type != "json" && !v.is_number()))
-        return fail("\"" + raw + "\" does not parse as " + type);
-    }
-  }
-  if (type == "string") {
-    if (!v.is_string()) return fail("expected string, got " + std::string(v.type_name()));
-    return v.get<std::string>();
-  }
-  if (type == "number" || type == "integer") {
-    if (!v.is_number()) return fail("expected " + type + ", got " + std::string(v.type_name()));
-    const double d = v.get<double>();
-    if (type == "integer" && std::floor(d) != d) return fail("expected integer, got non-integral number " + v.dump());
-    return d;
-  }
-  if (type == "boolean" && !v.is_boolean()) return fail("expected boolean, got " + std::string(v.type_name()));
+  if (type == "string") return v.get<std::string>();
+  if (type == "number" || type == "integer") return v.get<double>();
   return v;  // boolean and json stay JSON
 }
 

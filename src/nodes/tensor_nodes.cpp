@@ -430,19 +430,22 @@ void register_shapes(NodeRegistry& r) {
 constexpr int64_t kMaxChunks = 32;
 
 void register_split(NodeRegistry& r) {
-  // CodefyUI grows the outputs with `chunks` on the canvas; the definition
-  // lists its palette template, chunk_0 and chunk_1 (the default chunks=2).
-  r.add({"Split",
-         kTensorOps,
-         "Split a tensor into N chunks along a dimension. The number of output ports (chunk_0, chunk_1, ...) "
-         "follows the `chunks` param.",
-         {def::in("tensor", DataType::kTensor, "Input tensor to split")},
-         {def::out("chunk_0", DataType::kTensor, "First chunk"), def::out("chunk_1", DataType::kTensor, "Second chunk")},
-         {def::integer("chunks", 2,
-                       "Number of chunks to split into (1.." + std::to_string(kMaxChunks) +
-                           "); also drives output port count",
-                       1, kMaxChunks),
-          def::integer("dim", 0, "Dimension along which to split")}},
+  // The definition lists the palette template, chunk_0 and chunk_1 (the
+  // default chunks=2); a placed node has chunk_0 .. chunk_{chunks-1}, as
+  // CodefyUI grows them on the canvas.
+  graph::NodeDef d{
+      "Split",
+      kTensorOps,
+      "Split a tensor into N chunks along a dimension. The number of output ports (chunk_0, chunk_1, ...) "
+      "follows the `chunks` param.",
+      {def::in("tensor", DataType::kTensor, "Input tensor to split")},
+      {def::out("chunk_0", DataType::kTensor, "First chunk"), def::out("chunk_1", DataType::kTensor, "Second chunk")},
+      {def::integer("chunks", 2,
+                    "Number of chunks to split into (1.." + std::to_string(kMaxChunks) + "); also drives output port count",
+                    1, kMaxChunks),
+       def::integer("dim", 0, "Dimension along which to split")}};
+  d.output_family = graph::NodeDef::PortFamily{"chunk_", "chunks", DataType::kTensor};
+  r.add(std::move(d),
         [](NodeContext& ctx) {
           const torch::Tensor t = nodes::tensor_input(ctx, "tensor");
           const int64_t dim = nodes::dim_param(ctx, "dim", t.dim(), t.sizes());

@@ -8,6 +8,7 @@
 #include "engine/value.h"
 #include "graph/graph.h"
 #include "graph/validate.h"
+#include "engine/graph_contract.h"
 #include "server/graph_routes.h"
 #include "server/inspector.h"
 #include "util/file_access.h"
@@ -34,6 +35,9 @@ struct Runs::Record {
   std::vector<std::string> warnings;
   nlohmann::json error;  ///< null, or {code, message, node_id, details}
   std::string status;    ///< final state once the run has answered ("" before)
+  /// Set when the graph declares GraphInput / GraphOutput nodes: the run
+  /// answers with the declared outputs by name instead of every node's.
+  std::optional<Contract> contract;
 };
 
 namespace {
@@ -92,7 +96,8 @@ class Runs::HeadlessRun : public RunListener {
       for (const auto& [id, values] : outcome.result->outputs)
         if (auto m = values.find("metrics"); m != values.end())
           if (const auto* j = std::get_if<nlohmann::json>(&m->second)) metrics[id] = *j;
-      outputs = outputs_json(*outcome.result);
+      outputs = record_->contract ? collect_outputs(*record_->contract, *outcome.result)
+                                  : outputs_json(*outcome.result);
     }
     nlohmann::json envelope = run_envelope(run_id, record_->graph, record_->device);
     std::vector<std::string> warnings;
@@ -238,6 +243,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
     if (runner_.run_niceness > 0) device::lower_compute_priority(runner_.run_niceness);
     RunSettings settings;
     settings.seed = request.seed;
+    settings.verbose = request.verbose;
     if (request.pin_nodes_to_device) settings.device = request.device;
     settings.base_dir = request.base_dir;
     settings.files = files_.access;
@@ -314,6 +320,18 @@ void Runs::add_routes(RouteTable& table) {
   table.add("POST", "/api/graph/run/{name}", [this](const Request& r, const PathParams& p, const Respond& respond) {
     run_graph(p.at("name"), r, respond);
   });
+  table.add("GET", "/api/graph/contract/{name}", [this](const Request&, const PathParams& p) {
+    const std::string& name = p.at("name");
+    const fs::path file = graphs_dir_ / (sanitize_name(name) + ".json");
+    if (sanitize_name(name) != name || !fs::exists(file)) return Response::error(404, "Graph '" + name + "' not found");
+    try {
+      nlohmann::json j = derive_contract(graph::load_graph_file(file)).to_json();
+      j["graph"] = name;
+      return Response::json(200, j);
+    } catch (const graph::GraphFormatError& e) {
+      return Response::error(500, e.what());
+    }
+  });
   table.add("GET", "/api/runs", [this](const Request&, const PathParams&) { return runs_list(); });
   table.add("GET", "/api/runs/{run_id}",
             [this](const Request&, const PathParams& p) { return run_info(p.at("run_id")); });
@@ -335,6 +353,22 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
   } catch (const graph::GraphFormatError& e) {
     return respond(envelope_error(500, name, "graph_unreadable", e.what()));
   }
+  // A graph that declares inputs or outputs is called as a function: the
+  // caller's inputs go into its GraphInput nodes, the answer carries its
+  // GraphOutput values by name.
+  std::optional<Contract> contract;
+  if (std::any_of(g.nodes.begin(), g.nodes.end(),
+                  [](const graph::NodeSpec& n) { return n.type == "GraphInput" || n.type == "GraphOutput"; })) {
+    contract = derive_contract(g);
+    if (!contract->problems.empty())
+      return respond(envelope_error(409, name, "invalid_contract", "the graph's declared inputs and outputs are invalid",
+                                    contract->problems));
+    const nlohmann::json problems = inject_inputs(g, *contract, body.value("inputs", nlohmann::json()));
+    if (!problems.empty()) return respond(envelope_error(422, name, "invalid_input", "invalid inputs", problems));
+  } else if (body.contains("inputs") && !body["inputs"].empty()) {
+    return respond(envelope_error(422, name, "invalid_input", "invalid inputs",
+                                  {{{"field", "inputs"}, {"reason", "the graph declares no GraphInput nodes"}}}));
+  }
   RunRequest run;
   try {
     run.graph = std::make_shared<PreparedGraph>(prepare(g, registry_));
@@ -349,10 +383,12 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
   run.seed = body.value("seed", uint64_t{0});
   run.base_dir = run.graph->graph.base_dir;
   run.record_outputs = body.value("record_outputs", false);
+  run.verbose = body.value("verbose", false);
   auto record = std::make_shared<Record>();
   record->graph = name;
   record->device = run.device;
   record->warnings = choice.warnings;
+  record->contract = std::move(contract);
   auto listener = std::make_shared<HeadlessRun>(*this, record, respond);
   std::string run_id;
   {

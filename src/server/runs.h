@@ -39,6 +39,8 @@ struct RunRequest {
   /// param (the editor's runs).
   bool pin_nodes_to_device = false;
   uint64_t seed = 0;
+  /// Teaching nodes record their intermediate steps (CodefyUI's `verbose`).
+  bool verbose = false;
   /// Relative file paths in params resolve against this folder.
   std::filesystem::path base_dir;
   /// The editor connection's execution cache; null: none.
@@ -111,7 +113,7 @@ class Runs {
   void shutdown();
   RunQueues& queues() { return queues_; }
   const RunQueues& queues() const { return queues_; }
-  /// Adds POST /api/graph/run/{name}, GET /api/runs, GET /api/runs/{run_id}
+  /// Adds POST /api/graph/run/{name}, GET /api/graph/contract/{name}, GET /api/runs, GET /api/runs/{run_id}
   /// and POST /api/runs/{run_id}/stop.
   void add_routes(RouteTable& table);
 

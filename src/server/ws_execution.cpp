@@ -265,6 +265,7 @@ void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::
   run.state_scope = msg.value("graph_id", std::string());
   if (run.state_scope.empty()) run.state_scope = run.graph->graph.name;
   run.record_outputs = msg.value("record_outputs", false);
+  run.verbose = msg.value("verbose", false);
   run.outputs_id = msg.value("run_id", std::string());
   auto listener = std::make_shared<EditorRun>(c, ticket, choice.warnings);
   std::string run_id;

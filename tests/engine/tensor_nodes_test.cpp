@@ -4,6 +4,7 @@
 // their shape errors, their weights in the node state store, and the two
 // example graphs that use them.
 #include "model/generative.h"
+#include "golden_support.h"
 #include "test_support.h"
 
 #include <torch/torch.h>
@@ -14,7 +15,12 @@
 namespace codefy {
 namespace {
 
+using codefy::testing::expect_golden_outputs;
+using codefy::testing::expect_tensor;
+using codefy::testing::golden_inputs;
+using codefy::testing::golden_tensor;
 using codefy::testing::read_json;
+using codefy::testing::run_node;
 using codefy::testing::run_json;
 using codefy::testing::source_dir;
 using nlohmann::json;
@@ -28,71 +34,6 @@ const json& golden_case(const std::string& name) {
   for (const auto& c : golden()["cases"])
     if (c["name"] == name) return c;
   throw std::runtime_error("no golden case " + name);
-}
-
-c10::ScalarType dtype_of(const std::string& name) {
-  if (name == "float64") return torch::kFloat64;
-  if (name == "int64") return torch::kInt64;
-  if (name == "int32") return torch::kInt32;
-  if (name == "bool") return torch::kBool;
-  return torch::kFloat32;
-}
-
-torch::Tensor tensor_from(const json& j) {
-  const auto values = j["values"].get<std::vector<double>>();
-  const auto shape = j["shape"].get<std::vector<int64_t>>();
-  return torch::tensor(values, torch::kFloat64).to(dtype_of(j["dtype"])).reshape(shape);
-}
-
-Value value_from(const json& j) {
-  if (j.is_object() && j.contains("shape")) return tensor_from(j);
-  return j;
-}
-
-/// Runs one node type outside a graph, as the executor would: params over
-/// the defaults, LibTorch's generator seeded `seed`.
-ValueMap run_node(const std::string& type, const json& params, ValueMap inputs, uint64_t seed = 0) {
-  const NodeType* t = nodes::builtin().get(type);
-  if (!t) throw std::runtime_error("no node type " + type);
-  json p = json::object();
-  for (const auto& d : t->def.params) p[d.name] = d.default_value;
-  for (auto it = params.begin(); it != params.end(); ++it) p[it.key()] = it.value();
-  static const RunSettings settings;
-  NodeContext ctx(NodeRef{"test", "n1", type}, t->def, p, std::move(inputs), settings);
-  torch::manual_seed(seed);
-  return t->execute(ctx);
-}
-
-/// `actual` equals the golden tensor: shape, dtype, values (floating: to a
-/// tolerance that allows for a different summation order).
-void expect_tensor(const torch::Tensor& actual, const json& expected, const std::string& what, double atol = 1e-5) {
-  ASSERT_TRUE(actual.defined()) << what;
-  const torch::Tensor want = tensor_from(expected);
-  ASSERT_EQ(actual.sizes(), want.sizes()) << what;
-  EXPECT_EQ(actual.scalar_type(), want.scalar_type()) << what;
-  if (want.is_floating_point())
-    EXPECT_TRUE(torch::allclose(actual.to(torch::kFloat64), want.to(torch::kFloat64), 1e-4, atol))
-        << what << ": max difference " << (actual.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>();
-  else
-    EXPECT_TRUE(torch::equal(actual, want)) << what << "\n" << actual << "\n" << want;
-}
-
-ValueMap inputs_of(const json& c) {
-  ValueMap in;
-  for (auto it = c["inputs"].begin(); it != c["inputs"].end(); ++it) in[it.key()] = value_from(it.value());
-  return in;
-}
-
-void expect_outputs(const ValueMap& out, const json& c, double atol = 1e-5) {
-  for (auto it = c["outputs"].begin(); it != c["outputs"].end(); ++it) {
-    const auto found = out.find(it.key());
-    ASSERT_NE(found, out.end()) << "no output " << it.key();
-    if (it.value().is_object()) {
-      expect_tensor(std::get<torch::Tensor>(found->second), it.value(), it.key(), atol);
-    } else {
-      EXPECT_EQ(std::get<json>(found->second), it.value()) << it.key();
-    }
-  }
 }
 
 std::vector<std::string> case_names(const std::vector<std::string>& nodes) {
@@ -112,8 +53,8 @@ class TensorNodeGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TensorNodeGolden, OutputsMatchPyTorch) {
   const json& c = golden_case(GetParam());
-  const ValueMap out = run_node(c["node"], c["params"], inputs_of(c), c.value("seed", uint64_t{0}));
-  expect_outputs(out, c);
+  const ValueMap out = run_node(c["node"], c["params"], golden_inputs(c), c.value("seed", uint64_t{0}));
+  expect_golden_outputs(out, c);
   // No outputs beyond the golden ones (Split makes fewer when the size does not divide), but a model.
   for (const auto& [port, v] : out)
     EXPECT_TRUE(c["outputs"].contains(port) || std::holds_alternative<train::ModelPtr>(v)) << "unexpected output " << port;
@@ -175,7 +116,7 @@ TEST_P(DiffusionGolden, UNetForwardMatchesPyTorch) {
   const json& c = golden_case(GetParam());
   const ValueMap built = run_unet(c["params"]);
   torch::NoGradGuard no_grad;
-  const torch::Tensor eps = unet_of(built).forward(tensor_from(c["inputs"]["x"]), tensor_from(c["inputs"]["t"]));
+  const torch::Tensor eps = unet_of(built).forward(golden_tensor(c["inputs"]["x"]), golden_tensor(c["inputs"]["t"]));
   expect_tensor(eps, c["outputs"]["predicted_noise"], "predicted_noise", 1e-4);
 }
 
@@ -188,9 +129,9 @@ TEST_P(SamplerGolden, ReverseLoopMatchesPyTorch) {
   json params = c["params"];
   const ValueMap built = run_unet(params["unet"]);
   params.erase("unet");
-  ValueMap in = inputs_of(c);
+  ValueMap in = golden_inputs(c);
   in["model"] = built.at("model");
-  expect_outputs(run_node("DDPMSampler", params, in), c, 1e-4);
+  expect_golden_outputs(run_node("DDPMSampler", params, in), c, 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, SamplerGolden, ::testing::ValuesIn(case_names({"DDPMSampler"})), case_name);
@@ -421,6 +362,46 @@ TEST(TensorNodes, CodefyNodesListsTheNewTypesWithCodefyUICategories) {
   for (const char* s : {"\"TensorCreate\"", "\"Tensor Operations\"", "\"DiffusionUNet\"", "\"Diffusion\"", "\"KLDivergence\"",
                         "\"CosineSimilarity\"", "\"tensor_grid\""})
     EXPECT_NE(r.output.find(s), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace codefy
+
+namespace codefy {
+namespace {
+
+/// arange(6) split into `chunks`, chunk `port` wired on to a Print.
+json split_graph(int chunks, const std::string& port) {
+  json g = {{"name", "split"}, {"nodes", json::array()}, {"edges", json::array()}};
+  g["nodes"].push_back({{"id", "start"}, {"type", "Start"}, {"data", {{"params", json::object()}}}});
+  g["edges"].push_back({{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "x"}, {"type", "trigger"}});
+  g["nodes"].push_back({{"id", "x"},
+                        {"type", "TensorInput"},
+                        {"data", {{"params", {{"shape", "6"}, {"value_mode", "arange"}}}}}});
+  g["nodes"].push_back({{"id", "split"}, {"type", "Split"}, {"data", {{"params", {{"chunks", chunks}}}}}});
+  g["nodes"].push_back({{"id", "show"}, {"type", "Print"}, {"data", {{"params", json::object()}}}});
+  g["edges"].push_back({{"source", "x"}, {"sourceHandle", "tensor"}, {"target", "split"}, {"targetHandle", "tensor"}});
+  g["edges"].push_back({{"source", "split"}, {"sourceHandle", port}, {"target", "show"}, {"targetHandle", "value"}});
+  return g;
+}
+
+TEST(TensorNodes, SplitChunksPastTheSecondCanBeWiredUpToTheChunksParam) {
+  const RunResult r = run_json(split_graph(3, "chunk_2"));
+  EXPECT_TRUE(torch::equal(std::get<torch::Tensor>(r.outputs.at("show").at("value")),
+                           torch::arange(6, torch::kFloat32).slice(0, 4, 6)));
+  for (const std::string port : {"chunk_3", "chunk_02", "chunk_x"}) {
+    try {
+      run_json(split_graph(3, port));
+      ADD_FAILURE() << port << " was accepted with chunks=3";
+    } catch (const graph::ValidationError& e) {
+      EXPECT_NE(std::string(e.what()).find("output \"" + port + "\""), std::string::npos) << e.what();
+    }
+  }
+  // The palette lists the default's two; the editor grows the rest from output_family.
+  const json def = graph::to_json(nodes::builtin().get("Split")->def);
+  EXPECT_EQ(def["outputs"].size(), 2u);
+  EXPECT_EQ(def["output_family"]["prefix"], "chunk_");
+  EXPECT_EQ(def["output_family"]["count_param"], "chunks");
 }
 
 }  // namespace

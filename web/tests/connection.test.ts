@@ -103,3 +103,20 @@ describe('shapeOf', () => {
     ]);
   });
 });
+
+describe('ports a param sets', () => {
+  const split = defsByName.Split!;
+  it('Split shows chunk_0 .. chunk_{chunks-1}, within the param\'s limits', () => {
+    const names = (params: Record<string, unknown>) => shapeOf('s', 'Split', split, params, []).outputs.map((p) => p.name);
+    expect(names({})).toEqual(['chunk_0', 'chunk_1']);
+    expect(names({ chunks: 4 })).toEqual(['chunk_0', 'chunk_1', 'chunk_2', 'chunk_3']);
+    expect(names({ chunks: '3' })).toEqual(['chunk_0', 'chunk_1', 'chunk_2']);
+    expect(names({ chunks: 0 })).toEqual(['chunk_0']);
+    expect(names({ chunks: 500 })).toHaveLength(32);
+    expect(shapeOf('s', 'Split', split, { chunks: 3 }, []).outputs[2]!.data_type).toBe('TENSOR');
+  });
+  it('a node without a family keeps its definition\'s outputs as they are', () => {
+    const add = defsByName.Add!;
+    expect(shapeOf('a', 'Add', add, { chunks: 4 }, []).outputs).toBe(add.outputs);
+  });
+});

@@ -33,6 +33,8 @@ export interface NodeDefinition {
   inputs: PortDefinition[];
   outputs: PortDefinition[];
   params: ParamDefinition[];
+  /** Outputs whose number a param sets (Split's chunk_0 .. chunk_{chunks-1}); `outputs` lists the default's. */
+  output_family?: { prefix: string; count_param: string; data_type: string };
 }
 
 /** One entry of GET /api/system/devices' `devices`. */

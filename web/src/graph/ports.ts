@@ -37,6 +37,36 @@ function paramTypeOf(value: unknown): string {
   return 'string';
 }
 
+/**
+ * A node's outputs for its params: the definition's, or for a node whose
+ * output count a param sets (Split's `chunks`) as many as the param asks,
+ * within the param's limits. The same array when nothing grows, so callers
+ * can compare by identity.
+ */
+export function liveOutputs(def: NodeDefinition, params: Record<string, unknown>): PortDefinition[] {
+  const family = def.output_family;
+  if (!family) return def.outputs;
+  const countDef = def.params.find((p) => p.name === family.count_param);
+  const raw = params[family.count_param] ?? countDef?.default;
+  let count = typeof raw === 'number' ? raw : Number.parseInt(String(raw ?? ''), 10);
+  if (!Number.isFinite(count)) return def.outputs;
+  count = Math.floor(count);
+  if (countDef?.min_value != null) count = Math.max(count, countDef.min_value);
+  if (countDef?.max_value != null) count = Math.min(count, countDef.max_value);
+  if (count === def.outputs.length) return def.outputs;
+  return Array.from({ length: count }, (_, i) => {
+    const name = `${family.prefix}${i}`;
+    return (
+      def.outputs.find((p) => p.name === name) ?? {
+        name,
+        data_type: family.data_type,
+        description: `Output ${i} of ${count}`,
+        optional: false,
+      }
+    );
+  });
+}
+
 /** The shape of node `id` of `type`, from `def` or else from its edges and params. */
 export function shapeOf(
   id: string,
@@ -46,7 +76,7 @@ export function shapeOf(
   edges: readonly EdgeEnds[],
 ): NodeShape {
   const acceptsTrigger = type !== START_TYPE;
-  if (def) return { known: true, inputs: def.inputs, outputs: def.outputs, params: def.params, acceptsTrigger };
+  if (def) return { known: true, inputs: def.inputs, outputs: liveOutputs(def, params), params: def.params, acceptsTrigger };
   const inputs: PortDefinition[] = [];
   const outputs: PortDefinition[] = [];
   const seen = new Set<string>();
