@@ -38,13 +38,13 @@ nlohmann::json fill_defaults(const graph::NodeDef& def, const nlohmann::json& gi
 namespace {
 
 /// What determines a node's outputs: type, params, the device it was asked
-/// for, the run seed and node id (its RNG seed), what it reads from files,
-/// and its inputs' keys. Starts with "<id>#" so a node's entries can be found.
+/// for, the run seed and node id (its RNG seed), whether the run records
+/// teaching nodes' steps, what it reads from files, and its inputs' keys. Starts with "<id>#" so a node's entries can be found.
 std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params, const RunSettings& settings,
                       const std::vector<std::string>& upstream, const std::string& fingerprint) {
   const nlohmann::json what = {{"type", spec.type},         {"id", spec.id},         {"params", params},
                                {"device", settings.device}, {"seed", settings.seed}, {"upstream", upstream},
-                               {"files", fingerprint}};
+                               {"files", fingerprint},   {"verbose", settings.verbose}};
   const std::string text = what.dump();
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, twice with different bases: 128 bits
   uint64_t h2 = 0x84222325cbf29ce4ULL;

@@ -1,9 +1,1479 @@
 // The teaching nodes of CodefyUI's `foundations` and `rl` plugin packs
-// (foundations:Edu-*, rl:Edu-*); registered as they land.
+// (foundations:Edu-*, rl:Edu-*): classical ML and RL objectives written out
+// step by step, with their intermediate tensors in verbose runs. Each node
+// computes what CodefyUI's plugin node computes, with the same PyTorch
+// operations in the same order, so the numbers (and the discrete choices a
+// tree or a vote makes from them) agree with CodefyUI's.
 #include "nodes/library.h"
+#include "nodes/step_trace.h"
+#include "nodes/table_values.h"
+#include "nodes/tensor_checks.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+#include <cctype>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace codefy::nodes {
+namespace edu_foundations {
+namespace {
 
-void register_edu_foundations_nodes(NodeRegistry& r) { (void)r; }
+using graph::DataType;
+using nlohmann::json;
+using torch::Tensor;
+
+/// The most elements a teaching node allocates for one intermediate (a
+/// pairwise difference tensor, a weight matrix, the stacked windows): far
+/// past a lesson's data, well below what would exhaust memory.
+constexpr int64_t kMaxElements = int64_t{1} << 28;
+
+[[noreturn]] void bad_input(const std::string& port, const std::string& message) {
+  NodeContext::fail_input(port, message);
+}
+[[noreturn]] void bad_param(const std::string& name, const std::string& message) {
+  NodeContext::fail_param(name, message);
+}
+
+std::string shape_of(const Tensor& t) { return shape_text(t.sizes()); }
+std::string num(int64_t v) { return std::to_string(v); }
+/// Python's `format(v, ".{precision}g")`.
+std::string fmt_g(double v, int precision = 6) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  return buf;
+}
+/// Python's str() of a float.
+std::string py_float(double v) { return python_number(json(v)); }
+
+/// torch.as_tensor of a (nested) list of numbers: integers give int64,
+/// anything else float32, unless `dtype` says otherwise.
+Tensor tensor_from_json(const std::string& port, const json& j, std::optional<c10::ScalarType> dtype) {
+  std::vector<int64_t> shape;
+  for (const json* cur = &j; cur->is_array(); cur = &(*cur)[0]) {
+    shape.push_back(static_cast<int64_t>(cur->size()));
+    if (cur->empty()) break;
+  }
+  std::vector<double> values;
+  bool integral = true;
+  std::function<void(const json&, size_t)> walk = [&](const json& x, size_t depth) {
+    if (depth == shape.size()) {
+      if (x.is_boolean()) {
+        values.push_back(x.get<bool>() ? 1.0 : 0.0);
+      } else if (x.is_number()) {
+        integral = integral && x.is_number_integer();
+        values.push_back(x.get<double>());
+      } else {
+        bad_input(port, "expects numbers, got " + x.dump());
+      }
+      return;
+    }
+    if (!x.is_array() || static_cast<int64_t>(x.size()) != shape[depth])
+      bad_input(port, "is a ragged nested list, not a tensor of shape " + shape_text(shape));
+    for (const auto& e : x) walk(e, depth + 1);
+  };
+  walk(j, 0);
+  const Tensor t = torch::tensor(values, torch::kFloat64).reshape(shape);
+  return t.to(dtype ? *dtype : (integral ? torch::kInt64 : torch::kFloat32));
+}
+
+/// Input `port` as CodefyUI's nodes take it: a tensor, a number or a list
+/// of numbers (torch.as_tensor), converted to `dtype` when given.
+Tensor edu_tensor(const NodeContext& ctx, const std::string& port,
+                  std::optional<c10::ScalarType> dtype = torch::kFloat32) {
+  const Value& v = ctx.input(port);
+  if (const auto* t = std::get_if<Tensor>(&v)) return dtype ? t->to(*dtype) : *t;
+  if (const auto* d = std::get_if<double>(&v)) return torch::scalar_tensor(*d, torch::kFloat64).to(dtype ? *dtype : torch::kFloat32);
+  if (const auto* j = std::get_if<json>(&v)) return tensor_from_json(port, *j, dtype);
+  return ctx.input_as<Tensor>(port);  // refuses the value, naming its kind
+}
+
+/// The same, on the CPU (the classical nodes loop over it there, as CodefyUI does).
+Tensor cpu_tensor(const NodeContext& ctx, const std::string& port,
+                  std::optional<c10::ScalarType> dtype = torch::kFloat32) {
+  return edu_tensor(ctx, port, dtype).detach().to(torch::kCPU);
+}
+
+/// torch.linalg.vector_norm(t, dim=-1): the L2 norm of each row.
+Tensor row_norms(const Tensor& t) {
+  const std::vector<int64_t> last{-1};
+  return at::linalg_vector_norm(t, 2, last, false, c10::nullopt);
+}
+
+/// "expects a 2-D tensor ([N, D]), got shape [4]", naming the port.
+void need_rank(const std::string& port, const Tensor& t, int64_t rank, const std::string& layout) {
+  check_rank(port, t, {rank}, layout);
+}
+
+/// x_query has the features x_train has.
+void need_same_features(const Tensor& x_train, const Tensor& x_query) {
+  if (x_query.size(1) != x_train.size(1))
+    bad_input("x_query", "has " + num(x_query.size(1)) + " features (shape " + shape_of(x_query) +
+                             ") but x_train has " + num(x_train.size(1)) + " (shape " + shape_of(x_train) + ")");
+}
+
+std::vector<graph::PortDef> train_query_inputs(DataType labels, const std::string& x_desc,
+                                               const std::string& y_desc, const std::string& q_desc) {
+  return {def::in("x_train", DataType::kTensor, x_desc), def::in("y_train", labels, y_desc),
+          def::in("x_query", DataType::kTensor, q_desc)};
+}
+
+// ============================================================================ foundations
+
+void register_column_stats(NodeRegistry& r) {
+  r.add({"foundations:Edu-ColumnStats",
+         "Classical",
+         "Per-column mean, std, min, max and row count",
+         {def::in("table", DataType::kTensor, "2D tensor of shape [rows, columns].")},
+         {def::out("means", DataType::kTensor, "Per-column mean, shape [columns]."),
+          def::out("stds", DataType::kTensor, "Per-column population std, shape [columns]."),
+          def::out("mins", DataType::kTensor, "Per-column min, shape [columns]."),
+          def::out("maxs", DataType::kTensor, "Per-column max, shape [columns]."),
+          def::out("counts", DataType::kTensor, "Row count repeated for each column, shape [columns].")},
+         {def::boolean("unbiased", false,
+                       "If true, divide variance by N-1 (sample std). Default is the population std (N) which "
+                       "matches what a student computing 'sum of squared deviations / count' would write.")}},
+        [](NodeContext& ctx) {
+          const Tensor x = edu_tensor(ctx, "table");
+          need_rank("table", x, 2, "[rows, columns]");
+          if (x.size(0) == 0) bad_input("table", "has zero rows (shape " + shape_of(x) + ")");
+          const bool unbiased = ctx.param_bool("unbiased");
+          StepRecorder rec(ctx);
+          const double n_rows = static_cast<double>(x.size(0));
+          rec.record("input", "Start with the 2D table.", {{"table", x}},
+                     {{"rows", n_rows}, {"columns", static_cast<double>(x.size(1))}});
+          const Tensor col_sum = x.sum(0);
+          rec.record("col_sum", "Σ along rows for each column.", {{"col_sum", col_sum}});
+          const Tensor counts = torch::full_like(col_sum, n_rows);
+          const Tensor means = col_sum / counts;
+          rec.record("means", "Divide each column sum by the row count.", {{"means", means}, {"counts", counts}});
+          const Tensor deviations = x - means.unsqueeze(0);
+          rec.record("deviations", "x − μ for every entry.", {{"deviations", deviations}});
+          const Tensor squared = deviations * deviations;
+          const double denom = unbiased && n_rows > 1.0 ? n_rows - 1.0 : n_rows;
+          const Tensor variances = squared.sum(0) / denom;
+          const Tensor stds = variances.sqrt();
+          rec.record("stds", "Variance = mean(deviations²) (÷" + fmt_g(denom) + "); std = √variance.",
+                     {{"squared", squared}, {"variances", variances}, {"stds", stds}}, {{"denominator", denom}});
+          const Tensor mins = std::get<0>(x.min(0)), maxs = std::get<0>(x.max(0));
+          rec.record("range", "Per-column min and max for the range.", {{"mins", mins}, {"maxs", maxs}});
+          ValueMap out{{"means", means}, {"stds", stds}, {"mins", mins}, {"maxs", maxs}, {"counts", counts}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-DecisionTree
+
+/// One internal split, in the order the tree was built (pre-order).
+struct TreeSplit {
+  int64_t depth, feature, n_samples;
+  double threshold, impurity_before, gain;
+};
+
+/// CodefyUI's hand-written CART: at each node every feature and every
+/// midpoint between consecutive distinct values is tried, and the split
+/// with the largest strictly positive impurity gain is kept (lowest feature,
+/// then lowest threshold, on ties). Impurities are float32 as PyTorch
+/// computes them; gains are double, as Python's arithmetic on them is.
+class CartBuilder {
+ public:
+  CartBuilder(const Tensor& x, const std::vector<int64_t>& y, std::string criterion, int64_t max_depth,
+              int64_t min_samples_split, int64_t num_classes, const CancellationToken& cancel)
+      : x_(x.contiguous()),
+        y_(y),
+        criterion_(std::move(criterion)),
+        max_depth_(max_depth),
+        min_split_(min_samples_split),
+        num_classes_(num_classes),
+        cancel_(cancel) {}
+
+  json build(const std::vector<int64_t>& rows, int64_t depth) {
+    cancel_.throw_if_cancelled();
+    const int64_t n = static_cast<int64_t>(rows.size());
+    std::vector<int64_t> counts(static_cast<size_t>(num_classes_), 0);
+    for (int64_t i : rows) ++counts[static_cast<size_t>(y_[static_cast<size_t>(i)])];
+    const double impurity = impurity_of(counts, n);
+    if (depth >= max_depth_ || n < min_split_ || impurity == 0.0) return leaf(counts, n);
+    int64_t feature = -1;
+    double threshold = 0.0, gain = 0.0;
+    best_split(rows, counts, impurity, feature, threshold, gain);
+    if (feature < 0) return leaf(counts, n);
+    splits.push_back({depth, feature, n, threshold, impurity, gain});
+    std::vector<int64_t> left, right;
+    for (int64_t i : rows) (value(i, feature) <= threshold ? left : right).push_back(i);
+    json l = build(left, depth + 1);
+    json rt = build(right, depth + 1);
+    return json{{"feature", feature}, {"threshold", threshold}, {"impurity", impurity}, {"gain", gain},
+                {"n_samples", n},     {"left", std::move(l)},   {"right", std::move(rt)}};
+  }
+
+  std::vector<TreeSplit> splits;
+
+ private:
+  double value(int64_t row, int64_t feature) const {
+    return static_cast<double>(x_.data_ptr<float>()[row * x_.size(1) + feature]);
+  }
+
+  /// gini = 1 − Σ p², entropy = −Σ p log2 p over the classes present, in float32.
+  double impurity_of(const std::vector<int64_t>& counts, int64_t n) const {
+    if (n == 0) return 0.0;
+    std::vector<float> present;
+    for (int64_t c : counts)
+      if (c > 0) present.push_back(static_cast<float>(c));
+    const Tensor probs = torch::tensor(present) / static_cast<double>(n);
+    if (criterion_ == "entropy") return static_cast<double>((-(probs * torch::log2(probs)).sum()).item<float>());
+    return static_cast<double>((1.0 - (probs * probs).sum()).item<float>());
+  }
+
+  void best_split(const std::vector<int64_t>& rows, const std::vector<int64_t>& counts, double parent,
+                  int64_t& best_feature, double& best_threshold, double& best_gain) const {
+    const int64_t n = static_cast<int64_t>(rows.size());
+    const int64_t features = x_.size(1);
+    for (int64_t f = 0; f < features; ++f) {
+      cancel_.throw_if_cancelled();
+      std::vector<std::pair<float, int64_t>> sorted;  // (value, label), ascending by value
+      sorted.reserve(rows.size());
+      for (int64_t i : rows) sorted.emplace_back(static_cast<float>(value(i, f)), y_[static_cast<size_t>(i)]);
+      std::sort(sorted.begin(), sorted.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<float> uniques;
+      for (const auto& [v, label] : sorted)
+        if (uniques.empty() || uniques.back() != v) uniques.push_back(v);
+      if (uniques.size() < 2) continue;  // a constant feature cannot split
+      std::vector<int64_t> left(counts.size(), 0), right = counts;
+      size_t taken = 0;  // rows of `sorted` already on the left
+      for (size_t u = 0; u + 1 < uniques.size(); ++u) {
+        const float mid = (uniques[u] + uniques[u + 1]) / 2.0f;  // float32, as torch computes the midpoints
+        const double thr = static_cast<double>(mid);
+        while (taken < sorted.size() && static_cast<double>(sorted[taken].first) <= thr) {
+          ++left[static_cast<size_t>(sorted[taken].second)];
+          --right[static_cast<size_t>(sorted[taken].second)];
+          ++taken;
+        }
+        const int64_t n_left = static_cast<int64_t>(taken), n_right = n - n_left;
+        if (n_left == 0 || n_right == 0) continue;
+        const double weighted = (static_cast<double>(n_left) / static_cast<double>(n)) * impurity_of(left, n_left) +
+                                (static_cast<double>(n_right) / static_cast<double>(n)) * impurity_of(right, n_right);
+        const double gain = parent - weighted;
+        if (gain > best_gain) {
+          best_gain = gain;
+          best_feature = f;
+          best_threshold = thr;
+        }
+      }
+    }
+  }
+
+  /// A leaf predicts the majority class (the lowest label on ties).
+  static json leaf(const std::vector<int64_t>& counts, int64_t n) {
+    int64_t best = -1, best_count = -1;
+    json class_counts = json::object();
+    for (size_t c = 0; c < counts.size(); ++c) {
+      if (counts[c] == 0) continue;
+      class_counts[std::to_string(c)] = counts[c];
+      if (counts[c] > best_count) {
+        best_count = counts[c];
+        best = static_cast<int64_t>(c);
+      }
+    }
+    return json{{"leaf", true}, {"prediction", best}, {"n_samples", n}, {"class_counts", std::move(class_counts)}};
+  }
+
+  Tensor x_;
+  const std::vector<int64_t>& y_;
+  std::string criterion_;
+  int64_t max_depth_, min_split_, num_classes_;
+  const CancellationToken& cancel_;
+};
+
+int64_t tree_nodes(const json& node) {
+  if (node.contains("leaf")) return 1;
+  return 1 + tree_nodes(node["left"]) + tree_nodes(node["right"]);
+}
+
+/// Edges on the longest root-to-leaf path (a single leaf: 0).
+int64_t tree_depth(const json& node) {
+  if (node.contains("leaf")) return 0;
+  return 1 + std::max(tree_depth(node["left"]), tree_depth(node["right"]));
+}
+
+void register_decision_tree(NodeRegistry& r) {
+  r.add({"foundations:Edu-DecisionTree",
+         "Classical",
+         "Hand-written CART classification tree (binary splits, Gini or entropy). For every internal node it "
+         "exposes the chosen feature, threshold, impurity before/after the split, and the information gain, plus "
+         "the final nested-dict tree structure. Deterministic tie-breaking (lowest feature index, then lowest "
+         "threshold).",
+         train_query_inputs(DataType::kTensor, "Training features [N, D].",
+                            "Training labels [N] (integer class labels, any number of classes).",
+                            "Query features [M, D] to classify."),
+         {def::out("predictions", DataType::kTensor, "Predicted integer class label per query, [M]."),
+          def::out("tree", DataType::kAny,
+                   "JSON-serialisable nested dict. Internal node: {feature, threshold, impurity, gain, n_samples, "
+                   "left, right}. Leaf: {leaf: true, prediction, n_samples, class_counts}. Left = samples with "
+                   "x[feature] <= threshold."),
+          def::out("node_count", DataType::kTensor, "Scalar count of nodes in the tree (display-only).")},
+         {def::integer("max_depth", 3, "Maximum tree depth. The root is depth 0.", 1),
+          def::integer("min_samples_split", 2, "A node with fewer than this many samples becomes a leaf.", 2),
+          def::select("criterion", "gini", {"gini", "entropy"},
+                      "Impurity measure. gini = 1 − Σ p²; entropy = − Σ p log2 p.")}},
+        [](NodeContext& ctx) {
+          const Tensor x_train = cpu_tensor(ctx, "x_train");
+          const Tensor y_train = cpu_tensor(ctx, "y_train", torch::kInt64).reshape(-1);
+          const Tensor x_query = cpu_tensor(ctx, "x_query");
+          need_rank("x_train", x_train, 2, "[N, D]");
+          need_rank("x_query", x_query, 2, "[M, D]");
+          const int64_t n_train = x_train.size(0);
+          if (n_train == 0) bad_input("x_train", "is empty (shape " + shape_of(x_train) + "): nothing to fit");
+          if (y_train.size(0) != n_train)
+            bad_input("y_train", "length mismatch: x_train has " + num(n_train) + " rows (shape " +
+                                     shape_of(x_train) + ") but y_train has " + num(y_train.size(0)) + " labels");
+          need_same_features(x_train, x_query);
+          if ((y_train < 0).any().item<bool>())
+            bad_input("y_train", "must contain non-negative integer class labels");
+          const int64_t max_depth = ctx.param_int("max_depth"), min_split = ctx.param_int("min_samples_split");
+          const std::string criterion = ctx.param_string("criterion");
+          if (max_depth < 1) bad_param("max_depth", "must be >= 1; got " + num(max_depth));
+          if (min_split < 2) bad_param("min_samples_split", "must be >= 2; got " + num(min_split));
+          if (criterion != "gini" && criterion != "entropy")
+            bad_param("criterion", "unknown criterion '" + criterion + "' (expected 'gini' or 'entropy')");
+          const int64_t num_classes = y_train.max().item<int64_t>() + 1;
+          if (num_classes > n_train + 1024)
+            bad_input("y_train", "labels go up to " + num(num_classes - 1) + ", far more classes than the " +
+                                     num(n_train) + " samples; use class indices 0..C-1");
+          std::vector<int64_t> y(static_cast<size_t>(n_train)), rows(static_cast<size_t>(n_train));
+          const Tensor y_flat = y_train.contiguous();
+          for (int64_t i = 0; i < n_train; ++i) {
+            y[static_cast<size_t>(i)] = y_flat.data_ptr<int64_t>()[i];
+            rows[static_cast<size_t>(i)] = i;
+          }
+          CartBuilder builder(x_train, y, criterion, max_depth, min_split, num_classes, ctx.cancel());
+          const json tree = builder.build(rows, 0);
+          const int64_t node_count = tree_nodes(tree), depth = tree_depth(tree);
+          // Predict: follow x[feature] <= threshold to a leaf.
+          const Tensor q = x_query.contiguous();
+          std::vector<int64_t> predictions;
+          for (int64_t i = 0; i < q.size(0); ++i) {
+            const json* node = &tree;
+            while (!node->contains("leaf")) {
+              const double v = static_cast<double>(q.data_ptr<float>()[i * q.size(1) + (*node)["feature"].get<int64_t>()]);
+              node = v <= (*node)["threshold"].get<double>() ? &(*node)["left"] : &(*node)["right"];
+            }
+            predictions.push_back((*node)["prediction"].get<int64_t>());
+          }
+          StepRecorder rec(ctx);
+          for (const TreeSplit& s : builder.splits)
+            rec.record("split_d" + num(s.depth),
+                       "depth " + num(s.depth) + ": split on feature " + num(s.feature) + " at x <= " +
+                           fmt_g(s.threshold, 4) + " (gain " + fmt_g(s.gain, 4) + ", " + criterion + ").",
+                       {},
+                       {{"feature", static_cast<double>(s.feature)},
+                        {"threshold", s.threshold},
+                        {"impurity_before", s.impurity_before},
+                        {"impurity_after", s.impurity_before - s.gain},
+                        {"gain", s.gain},
+                        {"n_samples", static_cast<double>(s.n_samples)}});
+          rec.record("tree",
+                     "Built a " + criterion + " tree with " + num(node_count) + " nodes, depth " + num(depth) + ".",
+                     {}, {{"node_count", static_cast<double>(node_count)}, {"depth", static_cast<double>(depth)}});
+          ValueMap out{{"predictions", torch::tensor(predictions, torch::kInt64)},
+                       {"tree", tree},
+                       {"node_count", torch::scalar_tensor(node_count, torch::kInt64)}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-FFN
+
+void register_ffn(NodeRegistry& r) {
+  r.add({"foundations:Edu-FFN",
+         "LLM",
+         "Linear, activation, linear; plus hidden activations",
+         {def::in("tensor", DataType::kTensor, "Input of shape [..., embed_dim].")},
+         {def::out("tensor", DataType::kTensor, "Output, same shape as input."),
+          def::out("activations", DataType::kTensor,
+                   "Post-activation hidden state of shape [..., hidden_dim] — useful for visualisation.")},
+         {def::integer("embed_dim", 8, "Input/output dimension. Must match the upstream tensor's last dim.", 1),
+          def::integer("hidden_dim", 16, "Hidden dimension (typically 4×embed_dim in production).", 1),
+          def::select("activation", "relu", {"relu", "gelu"}, "Non-linearity between the two linear layers."),
+          def::integer("seed", 42, "Seed for the linear-layer initialisation. Same seed → same weights.")}},
+        [](NodeContext& ctx) {
+          const int64_t embed_dim = ctx.param_int("embed_dim"), hidden_dim = ctx.param_int("hidden_dim");
+          if (embed_dim < 1) bad_param("embed_dim", "must be >= 1; got " + num(embed_dim));
+          if (hidden_dim < 1) bad_param("hidden_dim", "must be >= 1; got " + num(hidden_dim));
+          if (static_cast<double>(embed_dim) * static_cast<double>(hidden_dim) > static_cast<double>(kMaxElements))
+            bad_param("hidden_dim", "embed_dim x hidden_dim is more weights than a toy block needs (at most 2^28)");
+          const Tensor x = edu_tensor(ctx, "tensor");
+          if (x.dim() == 0) bad_input("tensor", "must have shape [..., embed_dim]; got a 0-d tensor");
+          if (x.size(-1) != embed_dim)
+            bad_input("tensor", "last dim " + num(x.size(-1)) + " of shape " + shape_of(x) +
+                                    " does not match embed_dim=" + num(embed_dim));
+          if (static_cast<double>(x.numel() / std::max<int64_t>(1, embed_dim)) * static_cast<double>(hidden_dim) >
+              static_cast<double>(kMaxElements))
+            bad_param("hidden_dim", "hidden activations of " + num(x.numel() / embed_dim) + " positions x hidden_dim " +
+                                        num(hidden_dim) + " for input " + shape_of(x) + " are too many (at most 2^28)");
+          const std::string activation = ctx.param_string("activation");
+          if (activation != "relu" && activation != "gelu")
+            bad_param("activation", "unknown activation '" + activation + "' (relu or gelu)");
+          // Both layers drawn from one generator seeded `seed`: fc1's weight
+          // [hidden, embed] first, then fc2's [embed, hidden], each scaled by
+          // 1/sqrt(fan_in); biases zero.
+          at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(ctx.param_int("seed")));
+          const auto scale = [](int64_t fan_in) { return 1.0 / std::pow(static_cast<double>(std::max<int64_t>(1, fan_in)), 0.5); };
+          const Tensor w1 = (torch::randn({hidden_dim, embed_dim}, gen, torch::kFloat32) * scale(embed_dim)).to(x.device());
+          const Tensor w2 = (torch::randn({embed_dim, hidden_dim}, gen, torch::kFloat32) * scale(hidden_dim)).to(x.device());
+          const Tensor b1 = torch::zeros({hidden_dim}, x.options()), b2 = torch::zeros({embed_dim}, x.options());
+          const Tensor hidden = torch::linear(x, w1, b1);
+          const Tensor activations = activation == "relu" ? torch::relu(hidden) : torch::gelu(hidden);
+          const Tensor y = torch::linear(activations, w2, b2);
+          StepRecorder rec(ctx);
+          rec.record("input", "Input of shape " + shape_of(x) + ".", {{"tensor", x}});
+          rec.record("linear1", "Project to hidden space: x @ W1.T + b1, hidden dim = " + num(hidden_dim) + ".",
+                     {{"hidden", hidden}});
+          rec.record("activation", "Apply " + activation + " non-linearity element-wise.",
+                     {{"activations", activations}});
+          rec.record("linear2", "Project back to embed_dim: a @ W2.T + b2.", {{"output", y}});
+          ValueMap out{{"tensor", y}, {"activations", activations}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-KNN
+
+/// A LIST input as CodefyUI passes it on: a list stays as it is, a tensor
+/// becomes the list of its values.
+json list_value(const NodeContext& ctx, const std::string& port) {
+  const Value& v = ctx.input(port);
+  if (const auto* j = std::get_if<json>(&v)) return *j;
+  if (const auto* t = std::get_if<Tensor>(&v)) {
+    const Tensor c = t->detach().to(torch::kCPU).reshape(-1);
+    json out = json::array();
+    const Tensor d = c.to(torch::kFloat64).contiguous();
+    for (int64_t i = 0; i < d.numel(); ++i) {
+      const double x = d.data_ptr<double>()[i];
+      if (c.is_floating_point()) out.push_back(x);
+      else out.push_back(static_cast<int64_t>(x));
+    }
+    return out;
+  }
+  return json::array();
+}
+
+void register_knn(NodeRegistry& r) {
+  r.add({"foundations:Edu-KNN",
+         "Classical",
+         "Hand-written k-NN classifier. Computes per-query distances to all training points, picks the k smallest, "
+         "votes by majority. Outputs the distances and neighbour indices so a viz can draw lines from each query to "
+         "its k nearest training samples.",
+         train_query_inputs(DataType::kList, "Training features [N_train, F].", "Training labels (length N_train).",
+                            "Query features [N_query, F] to classify."),
+         {def::out("predictions", DataType::kList, "Predicted label per query (length N_query)."),
+          def::out("distances", DataType::kTensor, "Top-k distances per query, [N_query, k]."),
+          def::out("neighbor_indices", DataType::kList,
+                   "List of length N_query; each entry is the k nearest training indices (sorted closest-first)."),
+          def::out("train_coords", DataType::kTensor,
+                   "Pass-through of x_train so the viz can plot training points alongside neighbour lines."),
+          def::out("query_coords", DataType::kTensor, "Pass-through of x_query so the viz can plot query points."),
+          def::out("train_labels", DataType::kList,
+                   "Pass-through of y_train so the viz can colour-code training classes.")},
+         {def::integer("k", 5, "Number of nearest neighbours to consider. Clamped to N_train when too large.", 1),
+          def::select("metric", "euclidean", {"euclidean", "manhattan", "cosine"},
+                      "Distance metric. Cosine returns 1 - cos(query, train).")}},
+        [](NodeContext& ctx) {
+          const Tensor x_train = cpu_tensor(ctx, "x_train");
+          const Tensor x_query = cpu_tensor(ctx, "x_query");
+          need_rank("x_train", x_train, 2, "[N_train, F]");
+          need_rank("x_query", x_query, 2, "[N_query, F]");
+          const std::vector<std::string> labels = read_labels(ctx, "y_train");
+          if (x_train.size(0) != static_cast<int64_t>(labels.size()))
+            bad_input("y_train", "length mismatch: x_train has " + num(x_train.size(0)) + " rows (shape " +
+                                     shape_of(x_train) + ") but y_train has " + num(static_cast<int64_t>(labels.size())) +
+                                     " labels");
+          if (x_train.size(0) == 0) bad_input("x_train", "has no rows (shape " + shape_of(x_train) + "): no neighbours");
+          need_same_features(x_train, x_query);
+          const std::string metric = ctx.param_string("metric");
+          if (metric != "euclidean" && metric != "manhattan" && metric != "cosine")
+            bad_param("metric", "unknown metric '" + metric + "'");
+          const int64_t n_train = x_train.size(0), n_query = x_query.size(0);
+          const int64_t k = std::max<int64_t>(1, std::min(ctx.param_int("k"), n_train));
+          const double pairs = static_cast<double>(n_query) * static_cast<double>(n_train);
+          if (pairs * (metric == "cosine" ? 1.0 : static_cast<double>(std::max<int64_t>(1, x_train.size(1)))) >
+              static_cast<double>(kMaxElements))
+            bad_input("x_query", "[" + num(n_query) + " queries x " + num(n_train) + " train x " +
+                                     num(x_train.size(1)) + " features] pairwise distances are too many for the "
+                                     "hand-written k-NN (at most 2^28 values); use the KNN node");
+          Tensor distances;
+          if (metric == "cosine") {
+            namespace F = torch::nn::functional;
+            const Tensor q = F::normalize(x_query, F::NormalizeFuncOptions().dim(-1).eps(1e-12));
+            const Tensor t = F::normalize(x_train, F::NormalizeFuncOptions().dim(-1).eps(1e-12));
+            distances = 1.0 - q.matmul(t.t());
+          } else {
+            const Tensor diff = x_query.unsqueeze(1) - x_train.unsqueeze(0);
+            distances = metric == "euclidean" ? row_norms(diff)
+                                              : torch::sum(torch::abs(diff), -1);
+          }
+          const auto [topk_d, topk_idx] = torch::topk(distances, k, 1, /*largest=*/false, /*sorted=*/true);
+          // Majority vote, closest first; a tie goes to the label seen first (the nearer neighbour).
+          json predictions = json::array(), neighbours = json::array();
+          const Tensor idx = topk_idx.contiguous();
+          for (int64_t i = 0; i < n_query; ++i) {
+            std::vector<std::pair<std::string, int64_t>> votes;
+            json row = json::array();
+            for (int64_t j = 0; j < k; ++j) {
+              const int64_t t = idx.data_ptr<int64_t>()[i * k + j];
+              row.push_back(t);
+              const std::string& label = labels[static_cast<size_t>(t)];
+              auto it = std::find_if(votes.begin(), votes.end(), [&](const auto& v) { return v.first == label; });
+              if (it == votes.end()) votes.emplace_back(label, 1);
+              else ++it->second;
+            }
+            auto best = votes.begin();
+            for (auto it = votes.begin(); it != votes.end(); ++it)
+              if (it->second > best->second) best = it;
+            predictions.push_back(best->first);
+            neighbours.push_back(std::move(row));
+          }
+          StepRecorder rec(ctx);
+          rec.record("compute_distances",
+                     "Pairwise " + metric + " distances [" + num(n_query) + " queries × " + num(n_train) + " train].",
+                     {{"distances", distances}});
+          rec.record("topk", "Pick the k=" + num(k) + " nearest neighbours per query.",
+                     {{"topk_distances", topk_d}, {"topk_indices", topk_idx}});
+          rec.record("vote", "Majority vote among the k nearest labels.", {},
+                     {{"k", static_cast<double>(k)},
+                      {"n_classes", static_cast<double>(std::set<std::string>(labels.begin(), labels.end()).size())}});
+          ValueMap out{{"predictions", predictions},        {"distances", topk_d},
+                       {"neighbor_indices", neighbours},    {"train_coords", x_train},
+                       {"query_coords", x_query},           {"train_labels", list_value(ctx, "y_train")}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-LinearRegression
+
+void register_linear_regression(NodeRegistry& r) {
+  r.add({"foundations:Edu-LinearRegression",
+         "Classical",
+         "Fits $y=Xw+b$ by closed form or gradient descent",
+         train_query_inputs(DataType::kTensor, "Training features [N, F].", "Training targets [N] or [N, 1].",
+                            "Query features [M, F] to predict."),
+         {def::out("predictions", DataType::kTensor, "Predicted y values [M]."),
+          def::out("weights", DataType::kTensor, "Learned weight vector [F]."),
+          def::out("bias", DataType::kTensor, "Learned scalar bias.")},
+         {def::select("method", "closed_form", {"closed_form", "gradient_descent"},
+                      "closed_form solves the normal equation; gradient_descent runs iterative updates."),
+          def::number("lr", 0.01, "Step size for gradient descent. Ignored for closed_form."),
+          def::integer("epochs", 100, "Number of GD iterations. Ignored for closed_form."),
+          def::number("regularization", 0.0, "L2 (ridge) regularisation strength λ.")}},
+        [](NodeContext& ctx) {
+          const Tensor x_train = cpu_tensor(ctx, "x_train");
+          const Tensor y_train = cpu_tensor(ctx, "y_train").squeeze();
+          const Tensor x_query = cpu_tensor(ctx, "x_query");
+          need_rank("x_train", x_train, 2, "[N, F]");
+          if (y_train.dim() != 1)
+            bad_input("y_train", "must be targets [N] or [N, 1]; got " + num(y_train.dim()) +
+                                     "-D after squeezing (shape " + shape_of(y_train) + ")");
+          if (x_train.size(0) != y_train.size(0))
+            bad_input("y_train", "features and targets length mismatch: x_train has " + num(x_train.size(0)) +
+                                     " rows (shape " + shape_of(x_train) + ") but y_train has " +
+                                     num(y_train.size(0)) + " targets");
+          need_rank("x_query", x_query, 2, "[M, F]");
+          need_same_features(x_train, x_query);
+          const std::string method = ctx.param_string("method");
+          const double lam = ctx.param_float("regularization");
+          const int64_t n_features = x_train.size(1);
+          Tensor weights, bias;
+          if (method == "closed_form") {
+            if (static_cast<double>(n_features + 1) * static_cast<double>(n_features + 1) >
+                static_cast<double>(kMaxElements))
+              bad_input("x_train", "has " + num(n_features) + " features; the normal equation's [F+1, F+1] matrix "
+                                   "would be too large (use gradient_descent)");
+            const Tensor x_aug = torch::cat({x_train, torch::ones({x_train.size(0), 1})}, 1);
+            // Ridge on the weights only, not on the bias.
+            Tensor reg = lam * torch::eye(n_features + 1);
+            reg.index_put_({n_features, n_features}, 0.0);
+            const Tensor a = x_aug.t().matmul(x_aug) + reg;
+            const Tensor b = x_aug.t().matmul(y_train);
+            Tensor theta;
+            try {
+              theta = at::linalg_solve(a, b);
+            } catch (const c10::Error&) {
+              // A singular matrix: least squares instead, as CodefyUI falls back to.
+              theta = std::get<0>(at::linalg_lstsq(a, b));
+            }
+            weights = theta.slice(0, 0, n_features);
+            bias = theta[n_features];
+          } else if (method == "gradient_descent") {
+            const double lr = ctx.param_float("lr");
+            const int64_t epochs = std::max<int64_t>(1, ctx.param_int("epochs"));
+            const double n = static_cast<double>(x_train.size(0));
+            weights = torch::zeros({n_features});
+            bias = torch::zeros({});
+            for (int64_t e = 0; e < epochs; ++e) {
+              if (e % 64 == 0) ctx.cancel().throw_if_cancelled();
+              const Tensor err = x_train.matmul(weights) + bias - y_train;
+              // (2/n) * X^T @ err: the scale applies to X^T first, as Python's left-to-right evaluation does.
+              const Tensor grad_w = ((2.0 / n) * x_train.t()).matmul(err) + (2.0 * lam) * weights;
+              const Tensor grad_b = (2.0 / n) * err.sum();
+              weights = weights - lr * grad_w;
+              bias = bias - lr * grad_b;
+            }
+          } else {
+            bad_param("method", "unknown method '" + method + "'");
+          }
+          const Tensor predictions = x_query.matmul(weights) + bias;
+          StepRecorder rec(ctx);
+          rec.record("fit", "Solve via " + method + ".", {{"weights", weights}, {"bias", bias}},
+                     {{"lambda", lam}, {"n_features", static_cast<double>(n_features)}});
+          rec.record("predict", "y_pred = X_query @ w + b", {{"predictions", predictions}});
+          ValueMap out{{"predictions", predictions}, {"weights", weights}, {"bias", bias}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-LogisticRegression
+
+/// Row-wise softmax with the row maximum subtracted first.
+Tensor stable_softmax(const Tensor& logits) {
+  const Tensor shifted = logits - std::get<0>(logits.max(1, true));
+  const Tensor e = torch::exp(shifted);
+  return e / e.sum(1, true);
+}
+
+std::string python_list(const std::vector<std::string>& items) {
+  std::string s = "[";
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? ", '" : "'") + items[i] + "'";
+  return s + "]";
+}
+
+void register_logistic_regression(NodeRegistry& r) {
+  r.add({"foundations:Edu-LogisticRegression",
+         "Classical",
+         "Softmax by gradient descent: labels and probabilities",
+         train_query_inputs(DataType::kList, "Training features [N, F].", "Training labels (length N).",
+                            "Query features [M, F] to classify."),
+         {def::out("predictions", DataType::kList, "Predicted labels per query."),
+          def::out("probabilities", DataType::kTensor, "Softmax probabilities [M, C]."),
+          def::out("weights", DataType::kTensor, "Learned weight matrix [F, C]."),
+          def::out("bias", DataType::kTensor, "Learned bias vector [C]."),
+          def::out("classes", DataType::kList, "Unique class labels in column order.")},
+         {def::number("lr", 0.1, "Gradient-descent step size."),
+          def::integer("epochs", 200, "Training iterations."),
+          def::number("regularization", 0.0, "L2 weight decay strength λ.")}},
+        [](NodeContext& ctx) {
+          const Tensor x_train = cpu_tensor(ctx, "x_train");
+          const Tensor x_query = cpu_tensor(ctx, "x_query");
+          need_rank("x_train", x_train, 2, "[N, F]");
+          need_rank("x_query", x_query, 2, "[M, F]");
+          const std::vector<std::string> labels = read_labels(ctx, "y_train");
+          if (x_train.size(0) != static_cast<int64_t>(labels.size()))
+            bad_input("y_train", "features/labels length mismatch: x_train has " + num(x_train.size(0)) +
+                                     " rows (shape " + shape_of(x_train) + ") but y_train has " +
+                                     num(static_cast<int64_t>(labels.size())) + " labels");
+          need_same_features(x_train, x_query);
+          const std::set<std::string> distinct(labels.begin(), labels.end());
+          const std::vector<std::string> classes(distinct.begin(), distinct.end());  // sorted, as Python sorts str
+          if (classes.size() < 2) bad_input("y_train", "need at least 2 classes, got " + python_list(classes));
+          std::map<std::string, int64_t> index;
+          for (size_t c = 0; c < classes.size(); ++c) index[classes[c]] = static_cast<int64_t>(c);
+          std::vector<int64_t> y;
+          for (const auto& l : labels) y.push_back(index[l]);
+          const Tensor y_idx = torch::tensor(y, torch::kInt64);
+          const int64_t n_features = x_train.size(1), n_classes = static_cast<int64_t>(classes.size());
+          if (static_cast<double>(n_features) * static_cast<double>(n_classes) > static_cast<double>(kMaxElements))
+            bad_input("y_train", num(n_classes) + " classes x " + num(n_features) + " features is too many weights");
+          const double lr = ctx.param_float("lr"), lam = ctx.param_float("regularization");
+          const int64_t epochs = std::max<int64_t>(1, ctx.param_int("epochs"));
+          const double n = static_cast<double>(x_train.size(0));
+          Tensor weights = torch::zeros({n_features, n_classes}), bias = torch::zeros({n_classes});
+          for (int64_t e = 0; e < epochs; ++e) {
+            if (e % 64 == 0) ctx.cancel().throw_if_cancelled();
+            const Tensor probs = stable_softmax(x_train.matmul(weights) + bias);
+            // Cross-entropy's gradient with respect to the logits: probs − one_hot(y).
+            const Tensor one_hot = torch::zeros_like(probs).scatter_(1, y_idx.unsqueeze(1), 1.0);
+            const Tensor err = probs - one_hot;
+            const Tensor grad_w = ((1.0 / n) * x_train.t()).matmul(err) + (2.0 * lam) * weights;
+            const Tensor grad_b = (1.0 / n) * err.sum(0);
+            weights = weights - lr * grad_w;
+            bias = bias - lr * grad_b;
+          }
+          const Tensor query_logits = x_query.matmul(weights) + bias;
+          const Tensor query_probs = stable_softmax(query_logits);
+          const Tensor pred = query_probs.argmax(1).contiguous();
+          json predictions = json::array();
+          for (int64_t i = 0; i < pred.numel(); ++i)
+            predictions.push_back(classes[static_cast<size_t>(pred.data_ptr<int64_t>()[i])]);
+          StepRecorder rec(ctx);
+          rec.record("fit",
+                     "Trained " + num(epochs) + " epochs at lr=" + py_float(lr) + "; classes=" + python_list(classes) +
+                         ".",
+                     {{"weights", weights}, {"bias", bias}},
+                     {{"lr", lr}, {"epochs", static_cast<double>(epochs)}, {"lambda", lam}});
+          rec.record("predict", "Softmax over query logits; argmax → predicted class.",
+                     {{"logits", query_logits}, {"probabilities", query_probs}});
+          ValueMap out{{"predictions", predictions},
+                       {"probabilities", query_probs},
+                       {"weights", weights},
+                       {"bias", bias},
+                       {"classes", to_list(classes)}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-SlidingWindow
+
+/// The 3x3 kernels of the kernel_preset param.
+Tensor preset_kernel(const std::string& name) {
+  const float ninth = 1.0f / 9.0f;
+  const std::map<std::string, std::vector<float>> presets{
+      {"identity", {0, 0, 0, 0, 1, 0, 0, 0, 0}},
+      {"edge", {0, -1, 0, -1, 4, -1, 0, -1, 0}},
+      {"sharpen", {0, -1, 0, -1, 5, -1, 0, -1, 0}},
+      {"blur", {ninth, ninth, ninth, ninth, ninth, ninth, ninth, ninth, ninth}},
+      {"sobel_x", {-1, 0, 1, -2, 0, 2, -1, 0, 1}},
+      {"sobel_y", {-1, -2, -1, 0, 0, 0, 1, 2, 1}}};
+  const auto it = presets.find(name);
+  if (it == presets.end())
+    bad_param("kernel_preset", "unknown kernel_preset '" + name +
+                                   "'. Choose one of ['blur', 'edge', 'identity', 'sharpen', 'sobel_x', 'sobel_y'].");
+  return torch::tensor(it->second).reshape({3, 3});
+}
+
+/// At most this many window positions are recorded in a verbose run, sampled evenly.
+constexpr int64_t kMaxPositionSteps = 9;
+
+void register_sliding_window(NodeRegistry& r) {
+  r.add({"foundations:Edu-SlidingWindow",
+         "Vision",
+         "Hand-written convolution sliding window over one 2-D grayscale image. Zero-pads, then for every output "
+         "position extracts the receptive field, multiplies elementwise by the kernel, and sums to one feature-map "
+         "cell. Verbose mode records the patch, the product, and the summed value for each position (sampled if "
+         "there are many).",
+         {def::in("image", DataType::kTensor,
+                  "2-D grayscale image [H, W]. A 3-D [1,H,W] or [C,H,W] tensor is auto-reduced to channel 0."),
+          def::in("kernel", DataType::kTensor,
+                  "Optional 2-D kernel [kH, kW]. If supplied it overrides the kernel_preset param.", true)},
+         {def::out("feature_map", DataType::kTensor, "Convolved output [Hout, Wout]; each cell is one window·kernel sum."),
+          def::out("kernel", DataType::kTensor, "The kernel actually used (preset or input), so the lesson can display it."),
+          def::out("windows", DataType::kTensor,
+                   "Stacked receptive fields [Hout*Wout, kH, kW] in row-major order — display-only, for inspecting "
+                   "every patch.")},
+         {def::select("kernel_preset", "edge", {"identity", "edge", "sharpen", "blur", "sobel_x", "sobel_y"},
+                      "Built-in 3x3 kernel to slide. identity copies the centre pixel; edge is the Laplacian; blur is "
+                      "a 3x3 mean; sobel_x / sobel_y are gradient filters. Ignored if a `kernel` input is connected."),
+          def::integer("stride", 1, "Step (in pixels) between consecutive window positions.", 1),
+          def::integer("padding", 0, "Number of zero pixels added on every side before sliding.", 0)}},
+        [](NodeContext& ctx) {
+          Tensor image = cpu_tensor(ctx, "image");
+          std::string reduced_note;
+          if (image.dim() == 3) {
+            reduced_note = "Reduced 3-D image " + shape_of(image) + " to 2-D by taking channel 0.";
+            image = image[0];
+          }
+          if (image.dim() != 2)
+            bad_input("image", "must be a 2-D image [H, W] (or 3-D [C, H, W] to auto-reduce); got shape " +
+                                   shape_of(image));
+          const std::string preset = ctx.param_string("kernel_preset");
+          const bool kernel_given = ctx.has_input("kernel");
+          const Tensor kernel = kernel_given ? cpu_tensor(ctx, "kernel") : preset_kernel(preset);
+          const std::string kernel_source = kernel_given ? "input" : "preset:" + preset;
+          if (kernel.dim() != 2) bad_input("kernel", "must be a 2-D kernel [kH, kW]; got shape " + shape_of(kernel));
+          const int64_t kh = kernel.size(0), kw = kernel.size(1);
+          if (kh < 1 || kw < 1) bad_input("kernel", "must be non-empty; got " + num(kh) + "x" + num(kw));
+          const int64_t stride = ctx.param_int("stride"), padding = ctx.param_int("padding");
+          if (stride < 1) bad_param("stride", "must be >= 1; got " + num(stride));
+          if (padding < 0) bad_param("padding", "must be >= 0; got " + num(padding));
+          const double padded_elements = static_cast<double>(image.size(0) + 2 * padding) *
+                                         static_cast<double>(image.size(1) + 2 * padding);
+          if (padding > kMaxElements || padded_elements > static_cast<double>(kMaxElements))
+            bad_param("padding", "padding " + num(padding) + " makes the image " + shape_of(image) + " too large");
+          const Tensor padded = padding > 0 ? torch::constant_pad_nd(image, {padding, padding, padding, padding}, 0.0)
+                                            : image;
+          const int64_t h_pad = padded.size(0), w_pad = padded.size(1);
+          if (kh > h_pad || kw > w_pad)
+            bad_input(kernel_given ? "kernel" : "image",
+                      "kernel " + num(kh) + "x" + num(kw) + " does not fit in the padded image " + num(h_pad) + "x" +
+                          num(w_pad) + " (original " + shape_of(image) + ", padding=" + num(padding) +
+                          "). Reduce the kernel or increase padding.");
+          const int64_t h_out = (h_pad - kh) / stride + 1, w_out = (w_pad - kw) / stride + 1;
+          const int64_t positions = h_out * w_out;
+          if (static_cast<double>(positions) * static_cast<double>(kh * kw) > static_cast<double>(kMaxElements))
+            bad_input("image", "image " + shape_of(image) + " with a " + num(kh) + "x" + num(kw) + " kernel has " +
+                                   num(positions) + " windows, too many to stack (at most 2^28 values)");
+          // Every receptive field, row-major: padded[r*stride : r*stride+kH, c*stride : c*stride+kW].
+          const Tensor windows =
+              padded.unfold(0, kh, stride).unfold(1, kw, stride).reshape({positions, kh, kw}).contiguous();
+          const Tensor products = windows * kernel;
+          const Tensor values = products.flatten(1).sum(-1);
+          const Tensor feature_map = values.reshape({h_out, w_out});
+          StepRecorder rec(ctx);
+          if (rec.on()) {
+            rec.record("kernel",
+                       "Kernel actually used (" + kernel_source + ")." + (reduced_note.empty() ? "" : " " + reduced_note),
+                       {{"kernel", kernel}},
+                       {{"preset", preset},
+                        {"kernel_source", kernel_source},
+                        {"kH", static_cast<double>(kh)},
+                        {"kW", static_cast<double>(kw)},
+                        {"stride", static_cast<double>(stride)},
+                        {"padding", static_cast<double>(padding)}});
+            std::set<int64_t> sampled;
+            std::string note;
+            if (positions <= kMaxPositionSteps) {
+              for (int64_t p = 0; p < positions; ++p) sampled.insert(p);
+            } else {
+              for (int64_t i = 0; i < kMaxPositionSteps; ++i) sampled.insert(i * (positions - 1) / (kMaxPositionSteps - 1));
+              note = " (showing " + num(kMaxPositionSteps) + " of " + num(positions) + " positions, sampled evenly)";
+            }
+            for (int64_t p : sampled) {
+              const int64_t out_r = p / w_out, out_c = p % w_out, r0 = out_r * stride, c0 = out_c * stride;
+              const Tensor value = values[p];
+              rec.record("pos_r" + num(out_r) + "_c" + num(out_c),
+                         "Window at output (" + num(out_r) + ", " + num(out_c) + ") = padded image rows " + num(r0) +
+                             ":" + num(r0 + kh) + ", cols " + num(c0) + ":" + num(c0 + kw) +
+                             ". value = sum(receptive_field * kernel)." + note,
+                         {{"receptive_field", windows[p]}, {"product", products[p]}, {"value", value}},
+                         {{"out_r", static_cast<double>(out_r)},
+                          {"out_c", static_cast<double>(out_c)},
+                          {"value", static_cast<double>(value.item<float>())}});
+            }
+            rec.record("feature_map",
+                       "Assembled feature map [" + num(h_out) + " x " + num(w_out) + "] from every window sum.",
+                       {{"feature_map", feature_map}},
+                       {{"Hout", static_cast<double>(h_out)}, {"Wout", static_cast<double>(w_out)}});
+          }
+          ValueMap out{{"feature_map", feature_map}, {"kernel", kernel}, {"windows", windows}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-SVM
+
+/// At most this many epochs are recorded in a verbose run, evenly spaced.
+constexpr int64_t kMaxEpochSnapshots = 8;
+
+void register_svm(NodeRegistry& r) {
+  r.add({"foundations:Edu-SVM",
+         "Classical",
+         "Hand-written linear soft-margin SVM trained by sub-gradient descent on the hinge loss ½‖w‖² + "
+         "C·mean(max(0, 1 − y·(w·x+b))). Binary labels are mapped to ±1 internally and predictions returned in the "
+         "original label space. Exposes weights, bias, the support-vector mask (margin < 1), and the raw decision "
+         "values w·x+b for visualising the hyperplane and margins.",
+         train_query_inputs(DataType::kTensor, "Training features [N, D].",
+                            "Training labels [N] with EXACTLY two distinct values. The lower value maps to −1, the "
+                            "higher to +1 internally.",
+                            "Query features [M, D] to classify."),
+         {def::out("predictions", DataType::kTensor, "Predicted label per query [M], in the original label space."),
+          def::out("weights", DataType::kTensor, "Learned weight vector [D]."),
+          def::out("bias", DataType::kTensor, "Learned scalar bias."),
+          def::out("support_vectors", DataType::kTensor,
+                   "Boolean mask [N]; True where the train margin y·(w·x+b) < 1 (support vectors). Display-only."),
+          def::out("decision_values", DataType::kTensor, "Raw decision function w·x_query + b, shape [M]. Display-only.")},
+         {def::number("C", 1.0,
+                      "Soft-margin penalty. Larger C punishes margin violations harder (narrower margin, fewer "
+                      "mistakes); smaller C tolerates more violations for a wider margin.",
+                      0.0),
+          def::number("lr", 0.01, "Sub-gradient descent step size.", 0.0),
+          def::integer("epochs", 100, "Number of full-batch sub-gradient descent steps.", 1)}},
+        [](NodeContext& ctx) {
+          const Tensor x_train = cpu_tensor(ctx, "x_train");
+          const Tensor y_train = cpu_tensor(ctx, "y_train", std::nullopt).flatten();
+          const Tensor x_query = cpu_tensor(ctx, "x_query");
+          need_rank("x_train", x_train, 2, "[N, D]");
+          need_rank("x_query", x_query, 2, "[M, D]");
+          const int64_t n_samples = x_train.size(0), n_features = x_train.size(1);
+          if (y_train.size(0) != n_samples)
+            bad_input("y_train", "length mismatch: x_train has " + num(n_samples) + " rows (shape " +
+                                     shape_of(x_train) + ") but y_train has " + num(y_train.size(0)) + " labels");
+          need_same_features(x_train, x_query);
+          const double c = ctx.param_float("C"), lr = ctx.param_float("lr");
+          const int64_t epochs = ctx.param_int("epochs");
+          if (c < 0) bad_param("C", "must be >= 0; got " + py_float(c));
+          if (lr < 0) bad_param("lr", "must be >= 0; got " + py_float(lr));
+          if (epochs < 1) bad_param("epochs", "must be >= 1; got " + num(epochs));
+          // Exactly two classes: the lower maps to −1, the higher to +1.
+          const Tensor classes = std::get<0>(at::_unique2(y_train, /*sorted=*/true, false, false));
+          if (classes.numel() != 2) {
+            std::string listed;
+            const Tensor d = classes.to(torch::kFloat64);
+            for (int64_t i = 0; i < std::min<int64_t>(d.numel(), 10); ++i)
+              listed += (i ? ", " : "") + (classes.is_floating_point() ? py_float(d[i].item<double>())
+                                                                       : num(static_cast<int64_t>(d[i].item<double>())));
+            bad_input("y_train", "must have exactly 2 distinct classes; got " + num(classes.numel()) + " ([" +
+                                     listed + (classes.numel() > 10 ? ", ..." : "") + "])");
+          }
+          const Tensor neg_class = classes[0], pos_class = classes[1];
+          const Tensor y_pm1 = torch::where(y_train == pos_class, torch::ones({n_samples}), -torch::ones({n_samples}));
+          StepRecorder rec(ctx);
+          Tensor w = torch::zeros({n_features}), b = torch::zeros({});
+          rec.record("init",
+                     "Initialise w = 0 (shape [D]) and b = 0; objective is ½‖w‖² + C·mean(max(0, 1 − y·(w·x+b))).",
+                     {{"w", w}},
+                     {{"C", c},
+                      {"lr", lr},
+                      {"epochs", static_cast<double>(epochs)},
+                      {"n_features", static_cast<double>(n_features)},
+                      {"n_samples", static_cast<double>(n_samples)}});
+          std::set<int64_t> snapshots;
+          if (rec.on()) {
+            const int64_t n_snap = std::min(kMaxEpochSnapshots, epochs);
+            for (int64_t s = 0; s < n_snap; ++s) {
+              // Python's round(): halves go to the even neighbour.
+              const auto idx = static_cast<int64_t>(
+                  std::nearbyint(static_cast<double>((s + 1) * epochs) / static_cast<double>(n_snap)));
+              snapshots.insert(std::max<int64_t>(1, std::min(epochs, idx)));
+            }
+          }
+          for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
+            if (epoch % 64 == 0) ctx.cancel().throw_if_cancelled();
+            const Tensor margins = y_pm1 * (x_train.matmul(w) + b);
+            const Tensor hinge = torch::clamp(1.0 - margins, 0.0);
+            const Tensor violating = margins < 1.0;
+            const Tensor viol_y = violating.to(torch::kFloat32) * y_pm1;
+            const Tensor dw = w - c * (viol_y.unsqueeze(1) * x_train).mean(0);
+            const Tensor db = -c * viol_y.mean();
+            w = w - lr * dw;
+            b = b - lr * db;
+            if (snapshots.count(epoch)) {
+              const Tensor loss = 0.5 * w.dot(w) + c * hinge.mean();
+              rec.record("epoch_" + num(epoch),
+                         "Sub-gradient step: dw = w − C·mean(violating·y·x); db = −C·mean(violating·y); then w ← w − "
+                         "lr·dw, b ← b − lr·db.",
+                         {{"w", w}},
+                         {{"epoch", static_cast<double>(epoch)},
+                          {"loss", static_cast<double>(loss.item<float>())},
+                          {"num_support_vectors", static_cast<double>(violating.sum().item<int64_t>())}});
+            }
+          }
+          const Tensor support_vectors = y_pm1 * (x_train.matmul(w) + b) < 1.0;
+          const Tensor decision_values = x_query.matmul(w) + b;
+          const Tensor predictions = torch::where(decision_values >= 0, pos_class.to(decision_values.scalar_type()),
+                                                  neg_class.to(decision_values.scalar_type()));
+          rec.record("decision",
+                     "Final hyperplane: predictions = sign(w·x_query + b) mapped back to the original labels; support "
+                     "vectors are train points with margin y·(w·x+b) < 1.",
+                     {{"weights", w}, {"support_vectors", support_vectors}, {"decision_values", decision_values}},
+                     {{"bias", static_cast<double>(b.item<float>())},
+                      {"weight_norm", static_cast<double>(w.norm().item<float>())},
+                      {"num_support_vectors", static_cast<double>(support_vectors.sum().item<int64_t>())}});
+          ValueMap out{{"predictions", predictions},
+                       {"weights", w},
+                       {"bias", b},
+                       {"support_vectors", support_vectors},
+                       {"decision_values", decision_values}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-TokenEmbedding
+
+/// 32-bit FNV-1a of the UTF-8 bytes, mod `mod`: a hash that is the same in every process.
+int64_t fnv1a(const std::string& s, int64_t mod) {
+  uint32_t h = 0x811C9DC5u;
+  for (unsigned char byte : s) {
+    h ^= byte;
+    h *= 0x01000193u;
+  }
+  return static_cast<int64_t>(h % static_cast<uint64_t>(mod));
+}
+
+/// Python's str() of one list item.
+std::string item_text(const json& x) {
+  if (x.is_string()) return x.get<std::string>();
+  if (x.is_boolean()) return x.get<bool>() ? "True" : "False";
+  if (x.is_number()) return python_number(x);
+  if (x.is_null()) return "None";
+  return x.dump();
+}
+
+/// The items of LIST input `port`: a list, or a 1-D tensor's values.
+std::vector<json> list_items(const NodeContext& ctx, const std::string& port) {
+  const Value& v = ctx.input(port);
+  if (const auto* t = std::get_if<Tensor>(&v)) {
+    if (t->dim() > 1) bad_input(port, "must be a list or a 1-D tensor; got shape " + shape_of(*t));
+    const json values = list_value(ctx, port);
+    return {values.begin(), values.end()};
+  }
+  const auto* j = std::get_if<json>(&v);
+  if (!j || !j->is_array()) bad_input(port, std::string("must be a list; got ") + value_kind(v));
+  return {j->begin(), j->end()};
+}
+
+/// Python's int() of a token id.
+int64_t item_id(const std::string& port, const json& x) {
+  if (x.is_number_integer()) return x.get<int64_t>();
+  if (x.is_number()) return static_cast<int64_t>(std::trunc(x.get<double>()));
+  if (x.is_boolean()) return x.get<bool>() ? 1 : 0;
+  if (x.is_string()) {
+    const std::string s = x.get<std::string>();
+    size_t used = 0;
+    try {
+      const int64_t id = std::stoll(s, &used);
+      while (used < s.size() && std::isspace(static_cast<unsigned char>(s[used]))) ++used;
+      if (used == s.size()) return id;
+    } catch (const std::exception&) {
+    }
+  }
+  bad_input(port, "token ids must be whole numbers; got " + x.dump());
+}
+
+void register_token_embedding(NodeRegistry& r) {
+  r.add({"foundations:Edu-TokenEmbedding",
+         "LLM",
+         "Tokens to vectors from a seeded lookup table",
+         {def::in("tokens", DataType::kList, "List of token strings. Optional if `token_ids` is connected.", true),
+          def::in("token_ids", DataType::kList,
+                  "List of integer token IDs (e.g. from Tokenizer). Optional if `tokens` is connected.", true)},
+         {def::out("embeddings", DataType::kTensor, "Float32 tensor of shape [seq, embed_dim]."),
+          def::out("vocab", DataType::kList,
+                   "Unique tokens used in this run, in row-id order (ordinal mode) or as observed (hash mode).")},
+         {def::integer("embed_dim", 8, "Dimension of each embedding vector. Keep small (≤16) for inline visualisation.",
+                       1),
+          def::integer("vocab_size", 32, "Size of the embedding table. `hash` mode wraps any token id mod this size.",
+                       1),
+          def::integer("seed", 42, "Seed for the embedding-table initialisation. Same seed → same vectors."),
+          def::select("mode", "hash", {"hash", "ordinal"},
+                      "hash: stable hash(token) mod vocab_size. ordinal: assign row IDs by first-appearance order in "
+                      "this run.")}},
+        [](NodeContext& ctx) {
+          const bool has_tokens = ctx.has_input("tokens"), has_ids = ctx.has_input("token_ids");
+          if (!has_tokens && !has_ids) bad_input("tokens", "connect either `tokens` or `token_ids`");
+          const int64_t embed_dim = std::max<int64_t>(1, ctx.param_int("embed_dim"));
+          const int64_t vocab_size = std::max<int64_t>(1, ctx.param_int("vocab_size"));
+          if (static_cast<double>(embed_dim) * static_cast<double>(vocab_size) > static_cast<double>(kMaxElements))
+            bad_param("vocab_size", "vocab_size x embed_dim is too large a table for a toy embedding (at most 2^28)");
+          const std::string mode = ctx.param_string("mode");
+          if (mode != "hash" && mode != "ordinal") bad_param("mode", "unknown mode '" + mode + "'");
+          // (label, id or none) per position: labels from `tokens`, ids from `token_ids`.
+          std::vector<std::pair<std::string, std::optional<int64_t>>> seq;
+          if (has_tokens && has_ids) {
+            const auto t = list_items(ctx, "tokens"), i = list_items(ctx, "token_ids");
+            for (size_t k = 0; k < std::min(t.size(), i.size()); ++k)
+              seq.emplace_back(item_text(t[k]), item_id("token_ids", i[k]));
+          } else if (has_tokens) {
+            for (const auto& t : list_items(ctx, "tokens")) seq.emplace_back(item_text(t), std::nullopt);
+          } else {
+            for (const auto& i : list_items(ctx, "token_ids")) {
+              const int64_t id = item_id("token_ids", i);
+              seq.emplace_back("<id:" + num(id) + ">", id);
+            }
+          }
+          if (static_cast<double>(seq.size()) * static_cast<double>(embed_dim) > static_cast<double>(kMaxElements))
+            bad_input(has_tokens ? "tokens" : "token_ids", num(static_cast<int64_t>(seq.size())) +
+                                                               " tokens x embed_dim " + num(embed_dim) +
+                                                               " are too many embedding values (at most 2^28)");
+          at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(ctx.param_int("seed")));
+          const Tensor table = torch::randn({vocab_size, embed_dim}, gen, torch::kFloat32) *
+                               (1.0 / std::sqrt(static_cast<double>(embed_dim)));
+          std::vector<int64_t> ids;
+          std::vector<std::string> vocab;
+          std::map<std::string, int64_t> ordinal;
+          for (const auto& [label, raw] : seq) {
+            if (mode == "hash") {
+              // Python's % is never negative for a positive modulus.
+              ids.push_back(raw ? ((*raw % vocab_size) + vocab_size) % vocab_size : fnv1a(label, vocab_size));
+              if (std::find(vocab.begin(), vocab.end(), label) == vocab.end()) vocab.push_back(label);
+            } else {
+              auto it = ordinal.find(label);
+              if (it == ordinal.end()) {
+                it = ordinal.emplace(label, static_cast<int64_t>(ordinal.size()) % vocab_size).first;
+                vocab.push_back(label);
+              }
+              ids.push_back(it->second);
+            }
+          }
+          const Tensor embeddings = ids.empty() ? torch::zeros({0, embed_dim})
+                                                : table.index_select(0, torch::tensor(ids, torch::kInt64));
+          StepRecorder rec(ctx);
+          rec.record("input_tokens",
+                     "Resolve " + num(static_cast<int64_t>(ids.size())) + " input position(s) using mode='" + mode +
+                         "'.",
+                     {},
+                     {{"seq_len", static_cast<double>(ids.size())},
+                      {"embed_dim", static_cast<double>(embed_dim)},
+                      {"vocab_size", static_cast<double>(vocab_size)}});
+          rec.record("embedding_table",
+                     "Seeded random table of shape (" + num(vocab_size) + ", " + num(embed_dim) + ").",
+                     {{"table", table}});
+          rec.record("lookup", "Gather rows: embeddings[i] = table[row_id(token_i)].", {{"embeddings", embeddings}});
+          ValueMap out{{"embeddings", embeddings}, {"vocab", to_list(vocab)}};
+          return rec.add_to(out);
+        });
+}
+
+// ---------------------------------------------------------------------------- Edu-VectorSimilarity
+
+void register_vector_similarity(NodeRegistry& r) {
+  r.add({"foundations:Edu-VectorSimilarity",
+         "Data",
+         "Pairwise query/key similarity exposed as: raw dot products q·k → L2 norms ||q|| and ||k|| → cosine = dot / "
+         "(||q||·||k||) (or raw dot). Outputs the [N, M] similarity matrix for direct heatmap visualisation, and "
+         "records each intermediate in verbose mode.",
+         {def::in("query", DataType::kTensor, "Query vector(s), shape [D] or [N, D]. A 1-D query becomes N=1."),
+          def::in("keys", DataType::kTensor, "Key vectors, shape [M, D]. Each row is one key to score against.")},
+         {def::out("similarity", DataType::kTensor,
+                   "Pairwise similarity, shape [N, M] (a 1-D query yields [1, M]). Ready for a heatmap."),
+          def::out("query_norms", DataType::kTensor, "L2 norm of each query row, shape [N]. Returned for both metrics."),
+          def::out("key_norms", DataType::kTensor, "L2 norm of each key row, shape [M]. Returned for both metrics.")},
+         {def::select("metric", "cosine", {"cosine", "dot"},
+                      "'cosine' divides the dot product by the product of the two vectors' lengths (scale-invariant, "
+                      "in [-1, 1]); 'dot' returns the raw inner product (grows with vector magnitude).")}},
+        [](NodeContext& ctx) {
+          Tensor query = edu_tensor(ctx, "query");
+          const Tensor keys = edu_tensor(ctx, "keys");
+          need_rank("keys", keys, 2, "[M, D]");
+          if (query.dim() == 1) query = query.unsqueeze(0);
+          else if (query.dim() != 2) bad_input("query", "must have shape [D] or [N, D]; got " + shape_of(query));
+          const int64_t n = query.size(0), d = query.size(1), m = keys.size(0);
+          if (keys.size(1) != d)
+            bad_input("keys", "feature dim D=" + num(keys.size(1)) + " (shape " + shape_of(keys) +
+                                  ") does not match the query's D=" + num(d) + " (shape " + shape_of(query) + ")");
+          if (static_cast<double>(n) * static_cast<double>(m) > static_cast<double>(kMaxElements))
+            bad_input("keys", "[" + num(n) + " x " + num(m) + "] similarities are too many (at most 2^28)");
+          const std::string metric = ctx.param_string("metric");
+          if (metric != "cosine" && metric != "dot")
+            bad_param("metric", "unknown metric '" + metric + "'; expected 'cosine' or 'dot'");
+          StepRecorder rec(ctx);
+          const Tensor raw_dot = query.matmul(keys.transpose(0, 1));
+          const json sizes{{"N", static_cast<double>(n)}, {"M", static_cast<double>(m)}, {"D", static_cast<double>(d)}};
+          rec.record("dot_products", "raw_dot[i, j] = q_i · k_j (every query against every key).",
+                     {{"query", query}, {"keys", keys}, {"raw_dot", raw_dot}}, sizes);
+          const Tensor query_norms = row_norms(query);
+          const Tensor key_norms = row_norms(keys);
+          rec.record("norms", "L2 norms: query_norms[i] = ||q_i||, key_norms[j] = ||k_j||.",
+                     {{"query_norms", query_norms}, {"key_norms", key_norms}}, sizes);
+          const Tensor similarity =
+              metric == "cosine" ? raw_dot / (query_norms.unsqueeze(1) * key_norms.unsqueeze(0) + 1e-12) : raw_dot;
+          rec.record("similarity",
+                     metric == "cosine" ? "cosine = raw_dot / (||q_i|| · ||k_j||)"
+                                        : "dot = raw_dot (unnormalised inner product)",
+                     {{"similarity", similarity}}, {{"metric", metric == "cosine" ? 1.0 : 0.0}});
+          ValueMap out{{"similarity", similarity}, {"query_norms", query_norms}, {"key_norms", key_norms}};
+          return rec.add_to(out);
+        });
+}
+
+// ============================================================================ rl
+
+/// Policy logits [B, A], the action taken per row [B] (int64, in range) and
+/// a per-row tensor [B] (rewards or advantages), checked as CodefyUI checks them.
+struct PolicyBatch {
+  Tensor logits, actions, per_row;
+  int64_t batch = 0, num_actions = 0;
+};
+
+PolicyBatch policy_batch(const NodeContext& ctx, const std::string& logits_port, const std::string& row_port) {
+  PolicyBatch p;
+  p.logits = edu_tensor(ctx, logits_port);
+  p.actions = edu_tensor(ctx, "actions", torch::kInt64);
+  p.per_row = edu_tensor(ctx, row_port);
+  if (p.logits.dim() != 2) bad_input(logits_port, "must have shape [B, A]; got " + shape_of(p.logits));
+  p.batch = p.logits.size(0);
+  p.num_actions = p.logits.size(1);
+  if (p.actions.dim() != 1 || p.actions.size(0) != p.batch)
+    bad_input("actions", "must have shape [" + num(p.batch) + "] (one per row of " + logits_port + " " +
+                             shape_of(p.logits) + "); got " + shape_of(p.actions));
+  if (p.per_row.dim() != 1 || p.per_row.size(0) != p.batch)
+    bad_input(row_port, "must have shape [" + num(p.batch) + "] (one per row of " + logits_port + " " +
+                            shape_of(p.logits) + "); got " + shape_of(p.per_row));
+  if (p.batch > 0 && ((p.actions < 0).any().item<bool>() || (p.actions >= p.num_actions).any().item<bool>()))
+    bad_input("actions", "out of range [0, " + num(p.num_actions) + ") for logits " + shape_of(p.logits) +
+                             ". Got min=" + num(p.actions.min().item<int64_t>()) +
+                             ", max=" + num(p.actions.max().item<int64_t>()) + ".");
+  return p;
+}
+
+double temperature_param(const NodeContext& ctx) {
+  const double t = ctx.param_float("temperature");
+  if (!(t > 0)) bad_param("temperature", "must be positive; got " + py_float(t));
+  return t;
+}
+
+void register_policy_gradient(NodeRegistry& r) {
+  r.add({"rl:Edu-PolicyGradient",
+         "RL",
+         "Loss for one REINFORCE step, plus every intermediate",
+         {def::in("logits", DataType::kTensor, "Policy logits, shape [batch, num_actions]."),
+          def::in("actions", DataType::kTensor, "Integer indices of the actions actually taken, shape [batch]."),
+          def::in("rewards", DataType::kTensor, "Per-trajectory return for each action, shape [batch].")},
+         {def::out("log_probs", DataType::kTensor, "log π(a|s) for the action taken in each item, shape [batch]."),
+          def::out("advantages", DataType::kTensor, "rewards − baseline, shape [batch]."),
+          def::out("loss", DataType::kTensor, "Scalar policy-gradient loss. Backward through it to get ∇θ."),
+          def::out("probs", DataType::kTensor, "Full softmax distribution, shape [batch, num_actions].")},
+         {def::select("baseline", "mean", {"none", "mean"},
+                      "How to compute the variance-reduction baseline. 'mean' subtracts the batch-average reward; "
+                      "'none' uses raw rewards as advantages."),
+          def::number("temperature", 1.0,
+                      "Softmax temperature. Higher = more exploratory distribution; the lesson shows what happens at "
+                      "T → 0 (greedy) and T → ∞ (uniform).",
+                      0.01)}},
+        [](NodeContext& ctx) {
+          const PolicyBatch p = policy_batch(ctx, "logits", "rewards");
+          const double temperature = temperature_param(ctx);
+          const std::string baseline_mode = ctx.param_string("baseline");
+          StepRecorder rec(ctx);
+          const Tensor scaled = p.logits / temperature;
+          const Tensor probs = torch::softmax(scaled, -1);
+          rec.record("softmax", "probs = softmax(logits / T)",
+                     {{"logits", p.logits}, {"scaled", scaled}, {"probs", probs}},
+                     {{"temperature", temperature}, {"num_actions", static_cast<double>(p.num_actions)}});
+          const Tensor action_probs = probs.gather(1, p.actions.unsqueeze(1)).squeeze(1);
+          rec.record("gather", "Pick the probability of the action actually taken in each item.",
+                     {{"actions", p.actions}, {"action_probs", action_probs}});
+          const Tensor log_probs = action_probs.clamp_min(1e-12).log();
+          rec.record("log", "log of the action probability.", {{"log_probs", log_probs}});
+          Tensor baseline, advantages;
+          if (baseline_mode == "mean") {
+            baseline = p.per_row.mean();
+            advantages = p.per_row - baseline;
+          } else {
+            baseline = torch::zeros({}, p.per_row.options());
+            advantages = p.per_row;
+          }
+          rec.record("advantages", "advantages = rewards − baseline (" + baseline_mode + ").",
+                     {{"rewards", p.per_row}, {"advantages", advantages}},
+                     {{"baseline", static_cast<double>(baseline.item<float>())}});
+          const Tensor loss = -(log_probs * advantages).mean();
+          rec.record("loss",
+                     "loss = − mean(log_probs · advantages). Gradient descent on this increases probabilities of "
+                     "high-advantage actions.",
+                     {{"loss", loss}}, {{"loss", static_cast<double>(loss.item<float>())}});
+          ValueMap out{{"log_probs", log_probs}, {"advantages", advantages}, {"loss", loss}, {"probs", probs}};
+          return rec.add_to(out);
+        });
+}
+
+void register_grpo(NodeRegistry& r) {
+  r.add({"rl:Edu-GRPO",
+         "RL",
+         "One GRPO (Group Relative Policy Optimization) step, the core change in DeepSeek R1. Sample a GROUP of G "
+         "completions and z-score their rewards within the group — advantages = (rewards − group_mean) / (group_std "
+         "+ eps) — instead of subtracting a learned value baseline. The ONLY difference from "
+         "REINFORCE/Edu-PolicyGradient is this group-normalized advantage; the rest (softmax → gather log-prob → loss "
+         "= −mean(log_probs · advantages)) is an ordinary policy-gradient step. Each intermediate is captured in "
+         "verbose mode so students see logits + rewards become a loss.",
+         {def::in("logits", DataType::kTensor, "Policy logits for the G grouped samples, shape [G, num_actions]."),
+          def::in("actions", DataType::kTensor, "Integer index of the action/token taken in each sample, shape [G]."),
+          def::in("rewards", DataType::kTensor, "Scalar reward for each sample in the group, shape [G].")},
+         {def::out("loss", DataType::kTensor,
+                   "Scalar GRPO loss = −mean(log_probs · advantages). Backward through it to get ∇θ."),
+          def::out("advantages", DataType::kTensor,
+                   "Group-normalized advantages (rewards − group_mean) / (group_std + eps), shape [G]. Display-only."),
+          def::out("log_probs", DataType::kTensor,
+                   "log π(a|s) for the action taken in each sample, shape [G]. Display-only."),
+          def::out("group_mean", DataType::kTensor,
+                   "Mean reward over the group — the GRPO baseline (scalar). Display-only."),
+          def::out("group_std", DataType::kTensor, "Population std of the group's rewards (scalar). Display-only.")},
+         {def::number("temperature", 1.0,
+                      "Softmax temperature. Higher = more exploratory distribution; the lesson shows what happens at "
+                      "T → 0 (greedy) and T → ∞ (uniform).",
+                      0.01),
+          def::number("std_eps", 1e-6,
+                      "Epsilon added to the group standard deviation before dividing, for numerical stability. Keeps "
+                      "advantages finite when every sample in the group earned the same reward (group_std = 0).",
+                      0.0)}},
+        [](NodeContext& ctx) {
+          const Tensor logits = edu_tensor(ctx, "logits");
+          if (logits.dim() == 2 && logits.size(0) < 2)
+            bad_input("logits", "a group needs at least two samples to normalize rewards within it; got G=" +
+                                    num(logits.size(0)) + " (shape " + shape_of(logits) + ")");
+          const PolicyBatch p = policy_batch(ctx, "logits", "rewards");
+          const double temperature = temperature_param(ctx);
+          const double std_eps = ctx.param_float("std_eps");
+          StepRecorder rec(ctx);
+          const Tensor scaled = p.logits / temperature;
+          const Tensor probs = torch::softmax(scaled, -1);
+          rec.record("softmax", "probs = softmax(logits / T) for each of the G grouped samples.",
+                     {{"logits", p.logits}, {"scaled", scaled}, {"probs", probs}},
+                     {{"temperature", temperature}, {"group_size", static_cast<double>(p.batch)}});
+          const Tensor action_probs = probs.gather(1, p.actions.unsqueeze(1)).squeeze(1);
+          const Tensor log_probs = action_probs.clamp_min(1e-12).log();
+          rec.record("log_probs", "log π(a|s): gather the probability of the action taken, then log.",
+                     {{"actions", p.actions}, {"action_probs", action_probs}, {"log_probs", log_probs}});
+          // The group's mean is the baseline; its population std rescales the advantage.
+          const Tensor group_mean = p.per_row.mean();
+          const Tensor group_std = torch::std(p.per_row, /*unbiased=*/false);
+          rec.record("group_stats",
+                     "Group baseline statistics: mean (the baseline) and population std of the rewards within this "
+                     "group.",
+                     {{"rewards", p.per_row}, {"group_mean", group_mean}, {"group_std", group_std}},
+                     {{"group_mean", static_cast<double>(group_mean.item<float>())},
+                      {"group_std", static_cast<double>(group_std.item<float>())}});
+          const Tensor advantages = (p.per_row - group_mean) / (group_std + std_eps);
+          rec.record("advantages",
+                     "advantages = (rewards − group_mean) / (group_std + std_eps). The group-relative z-score replaces "
+                     "a learned value baseline — the single change that defines GRPO.",
+                     {{"rewards", p.per_row}, {"advantages", advantages}}, {{"std_eps", std_eps}});
+          const Tensor loss = -(log_probs * advantages).mean();
+          rec.record("loss",
+                     "loss = − mean(log_probs · advantages). Gradient descent on this increases the probability of "
+                     "above-group-average completions.",
+                     {{"loss", loss}}, {{"loss", static_cast<double>(loss.item<float>())}});
+          ValueMap out{{"loss", loss},
+                       {"advantages", advantages},
+                       {"log_probs", log_probs},
+                       {"group_mean", group_mean},
+                       {"group_std", group_std}};
+          return rec.add_to(out);
+        });
+}
+
+void register_ppo_clip(NodeRegistry& r) {
+  r.add({"rl:Edu-PPOClip",
+         "RL",
+         "One PPO clipped-surrogate step exposed as: log_softmax(logits/T) gathered at the actions for the new and "
+         "old policies → ratio = exp(logp_new − logp_old) → clip ratio to [1−ε, 1+ε] → objective = min(ratio·A, "
+         "clip·A) → loss = −mean(objective). The ratio, the clipped ratio and the per-sample surrogate are all "
+         "captured in verbose mode so students see exactly when the clip binds.",
+         {def::in("logits_new", DataType::kTensor, "Current (new) policy logits, shape [batch, num_actions]."),
+          def::in("logits_old", DataType::kTensor, "Behaviour (old) policy logits, shape [batch, num_actions]."),
+          def::in("actions", DataType::kTensor, "Integer indices of the actions actually taken, shape [batch]."),
+          def::in("advantages", DataType::kTensor, "Per-sample advantage estimates, shape [batch].")},
+         {def::out("loss", DataType::kTensor,
+                   "Scalar PPO clipped-surrogate loss = −mean(min(ratio·A, clip(ratio,1±ε)·A)). Backward to get ∇θ."),
+          def::out("ratio", DataType::kTensor,
+                   "Probability ratio exp(logp_new − logp_old), shape [batch] (display-only)."),
+          def::out("clipped_ratio", DataType::kTensor, "ratio clamped to [1−ε, 1+ε], shape [batch] (display-only)."),
+          def::out("objective", DataType::kTensor,
+                   "Per-sample min surrogate min(ratio·A, clip·A), shape [batch] (display-only).")},
+         {def::number("clip_epsilon", 0.2,
+                      "Clip range ε. The ratio is confined to [1−ε, 1+ε]; outside the trust region the clipped branch "
+                      "removes the incentive to move further. ε=0 freezes the ratio at 1.",
+                      0.0),
+          def::number("temperature", 1.0,
+                      "Softmax temperature applied to both policies before gathering log-probabilities. Higher = "
+                      "softer distributions.",
+                      0.01)}},
+        [](NodeContext& ctx) {
+          const Tensor logits_old = edu_tensor(ctx, "logits_old");
+          const PolicyBatch p = policy_batch(ctx, "logits_new", "advantages");
+          if (logits_old.dim() != 2) bad_input("logits_old", "must have shape [B, A]; got " + shape_of(logits_old));
+          if (logits_old.sizes() != p.logits.sizes())
+            bad_input("logits_old", "must have the shape of logits_new " + shape_of(p.logits) + "; got " +
+                                        shape_of(logits_old));
+          const double clip_epsilon = ctx.param_float("clip_epsilon");
+          if (clip_epsilon < 0) bad_param("clip_epsilon", "must be >= 0; got " + py_float(clip_epsilon));
+          const double temperature = temperature_param(ctx);
+          StepRecorder rec(ctx);
+          const Tensor idx = p.actions.unsqueeze(1);
+          const Tensor logp_new = torch::log_softmax(p.logits / temperature, -1).gather(1, idx).squeeze(1);
+          Tensor logp_old;
+          {
+            // The behaviour policy is a constant: no gradient flows through it.
+            torch::NoGradGuard no_grad;
+            logp_old = torch::log_softmax(logits_old / temperature, -1).gather(1, idx).squeeze(1);
+          }
+          rec.record("log_probs", "log π(a|s) for the action taken, under the new and old policies.",
+                     {{"logp_new", logp_new}, {"logp_old", logp_old}},
+                     {{"temperature", temperature}, {"num_actions", static_cast<double>(p.num_actions)}});
+          const Tensor ratio = torch::exp(logp_new - logp_old);
+          rec.record("ratio", "ratio = exp(logp_new − logp_old) = π_new(a|s) / π_old(a|s).", {{"ratio", ratio}},
+                     {{"clip_epsilon", clip_epsilon}});
+          const Tensor clipped = torch::clamp(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon);
+          rec.record("clip", "clipped = clamp(ratio, 1 − ε, 1 + ε): confine the ratio to the trust region.",
+                     {{"clipped", clipped}});
+          const Tensor surr1 = ratio * p.per_row, surr2 = clipped * p.per_row;
+          rec.record("surrogates", "surr1 = ratio · A (unclipped); surr2 = clipped · A (clipped).",
+                     {{"surr1", surr1}, {"surr2", surr2}});
+          const Tensor objective = torch::min(surr1, surr2);
+          rec.record("objective", "objective = min(surr1, surr2): the pessimistic (lower) surrogate per sample.",
+                     {{"objective", objective}});
+          const Tensor loss = -objective.mean();
+          rec.record("loss",
+                     "loss = − mean(objective). Descending it nudges the policy toward high-advantage actions, but "
+                     "only within the clip.",
+                     {{"loss", loss}}, {{"loss", static_cast<double>(loss.item<float>())}});
+          ValueMap out{{"loss", loss}, {"ratio", ratio}, {"clipped_ratio", clipped}, {"objective", objective}};
+          return rec.add_to(out);
+        });
+}
+
+void register_preference_loss(NodeRegistry& r) {
+  r.add({"rl:Edu-PreferenceLoss",
+         "RL",
+         "Bradley-Terry pairwise preference loss for an RLHF reward model, exposed as: margin = r_chosen − r_rejected "
+         "→ scale by β → sigmoid (modeled P(chosen > rejected)) → loss = −mean(logsigmoid(β·margin)). Each "
+         "intermediate is captured in verbose mode so students see how preference pairs turn into a scalar "
+         "reward-model loss.",
+         {def::in("reward_chosen", DataType::kTensor, "Reward-model score of the preferred response, shape [batch]."),
+          def::in("reward_rejected", DataType::kTensor,
+                  "Reward-model score of the dispreferred response, shape [batch].")},
+         {def::out("loss", DataType::kTensor,
+                   "Scalar Bradley-Terry preference loss = −mean(logsigmoid(β·(r_chosen − r_rejected))). Backward "
+                   "through it to get ∇θ."),
+          def::out("prob_preferred", DataType::kTensor,
+                   "Modeled P(chosen > rejected) = sigmoid(β·margin), shape [batch]. Display-only."),
+          def::out("margin", DataType::kTensor, "r_chosen − r_rejected for each pair, shape [batch]. Display-only."),
+          def::out("accuracy", DataType::kTensor,
+                   "Scalar fraction of pairs already ranked correctly (r_chosen > r_rejected). Display-only.")},
+         {def::number("beta", 1.0,
+                      "Logistic temperature / scale on the reward margin. Larger β sharpens the modeled preference "
+                      "probability toward 0/1; β = 0 makes every pair look like a coin flip.",
+                      0.0)}},
+        [](NodeContext& ctx) {
+          const Tensor chosen = edu_tensor(ctx, "reward_chosen");
+          const Tensor rejected = edu_tensor(ctx, "reward_rejected");
+          need_rank("reward_chosen", chosen, 1, "[B]");
+          need_rank("reward_rejected", rejected, 1, "[B]");
+          if (chosen.sizes() != rejected.sizes())
+            bad_input("reward_rejected", "must have the length of reward_chosen: shapes " + shape_of(chosen) +
+                                             " (reward_chosen) and " + shape_of(rejected) + " (reward_rejected)");
+          const double beta = ctx.param_float("beta");
+          if (beta < 0) bad_param("beta", "must be >= 0; got " + py_float(beta));
+          StepRecorder rec(ctx);
+          const Tensor margin = chosen - rejected;
+          rec.record("margin",
+                     "margin = reward_chosen − reward_rejected. Positive means the model already scores the preferred "
+                     "response higher.",
+                     {{"reward_chosen", chosen}, {"reward_rejected", rejected}, {"margin", margin}}, {{"beta", beta}});
+          const Tensor scaled = beta * margin;
+          rec.record("scaled", "scaled = β · margin. β controls how sharply the margin maps to a preference probability.",
+                     {{"margin", margin}, {"scaled", scaled}});
+          const Tensor prob_preferred = torch::sigmoid(scaled);
+          rec.record("sigmoid", "prob_preferred = sigmoid(β·margin) — the modeled P(chosen > rejected).",
+                     {{"scaled", scaled}, {"prob_preferred", prob_preferred}});
+          const Tensor loss = -torch::log_sigmoid(scaled).mean();
+          const Tensor accuracy = (chosen > rejected).to(torch::kFloat32).mean();
+          rec.record("loss",
+                     "loss = −mean(logsigmoid(β·margin)). Descending it raises chosen scores above rejected ones; "
+                     "accuracy is the fraction of pairs already ordered correctly.",
+                     {{"loss", loss}, {"accuracy", accuracy}},
+                     {{"loss", static_cast<double>(loss.item<float>())},
+                      {"accuracy", static_cast<double>(accuracy.item<float>())}});
+          ValueMap out{{"loss", loss}, {"prob_preferred", prob_preferred}, {"margin", margin}, {"accuracy", accuracy}};
+          return rec.add_to(out);
+        });
+}
+
+}  // namespace
+}  // namespace edu_foundations
+
+void register_edu_foundations_nodes(NodeRegistry& r) {
+  using namespace edu_foundations;
+  register_column_stats(r);
+  register_decision_tree(r);
+  register_ffn(r);
+  register_knn(r);
+  register_linear_regression(r);
+  register_logistic_regression(r);
+  register_sliding_window(r);
+  register_svm(r);
+  register_token_embedding(r);
+  register_vector_similarity(r);
+  register_policy_gradient(r);
+  register_grpo(r);
+  register_ppo_clip(r);
+  register_preference_loss(r);
+}
 
 }  // namespace codefy::nodes

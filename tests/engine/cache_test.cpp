@@ -209,3 +209,29 @@ TEST(ExecutionCache, OutOfMemoryDropsTheFailingNodesEntries) {
 
 }  // namespace
 }  // namespace codefy::testing
+
+namespace codefy {
+namespace {
+
+TEST(ExecutionCache, AVerboseRunDoesNotTakeAQuietRunsOutputsWithoutTheirSteps) {
+  const nlohmann::json g = testing::read_json(testing::source_dir() / "examples/edu-rl-ppo-clip/graph.json");
+  ExecutionCache cache({0, 100});
+  auto run = [&](bool verbose) {
+    RunSettings s;
+    s.cache = &cache;
+    s.verbose = verbose;
+    return testing::run_json(g, s);
+  };
+  auto steps_of = [](const RunResult& r) {
+    size_t n = 0;
+    for (const auto& [id, outputs] : r.outputs)
+      for (const auto& [port, v] : outputs) n += port.rfind("__step__", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(steps_of(run(false)), 0u);
+  EXPECT_GT(steps_of(run(true)), 0u) << "the verbose run was served the quiet run's outputs";
+  EXPECT_GT(steps_of(run(true)), 0u) << "a verbose run from the cache keeps its steps";
+}
+
+}  // namespace
+}  // namespace codefy
