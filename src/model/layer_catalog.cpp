@@ -194,6 +194,18 @@ std::vector<LayerTypeInfo> make_catalog() {
       }(),
       layer("SelectIndex", "Utility",
             {int_or("dim", 1, "Dimension to index"), int_or("index", 0, "Index to keep (-1: the last)")}),
+      [] {
+        LayerTypeInfo r = layer("Permute", "Utility",
+                                {param("dims", ParamType::kString, "0,2,1",
+                                       "New order of every dimension, the batch's (0) first, such as \"0,2,1\"")});
+        r.params[0].required = true;
+        return r;
+      }(),
+      layer("Chomp1d", "Convolution",
+            {required_int("chomp_size", 2,
+                          "Steps dropped from the end: (kernel_size - 1) x dilation of the Conv1d before it, which "
+                          "makes it causal",
+                          0)}),
       layer("LSTM", "Recurrent", rnn_params(true)),
       layer("GRU", "Recurrent", rnn_params(false)),
       layer("TransformerEncoder", "Attention", transformer_params()),

@@ -222,6 +222,33 @@ BuiltLayer build_select_index(const LayerParams& p) {
   return wrap(SelectIndex(p.integer_or("dim", 1), p.integer_or("index", 0)));
 }
 
+BuiltLayer build_permute(const LayerParams& p) {
+  std::vector<int64_t> dims;
+  const json* v = p.find("dims");
+  if (v != nullptr && v->is_string()) {  // "0,2,1", as the Permute node writes it
+    std::stringstream in(v->get<std::string>());
+    std::string part;
+    while (std::getline(in, part, ',')) {
+      const size_t first = part.find_first_not_of(" \t"), last = part.find_last_not_of(" \t");
+      const auto d = first == std::string::npos ? std::nullopt
+                                                : util::parse_int(std::string_view(part).substr(first, last + 1 - first));
+      if (!d) p.fail("dims", "expected whole numbers separated by commas, such as \"0,2,1\", got \"" + v->get<std::string>() + "\"");
+      dims.push_back(*d);
+    }
+  } else {
+    dims = p.int_list("dims", 0);
+  }
+  std::vector<int64_t> sorted = dims;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != static_cast<int64_t>(i))
+      p.fail("dims", "must name each dimension 0.." + std::to_string(dims.size() - 1) + " once (a permutation)");
+  if (dims.empty() || dims[0] != 0) p.fail("dims", "must keep the batch dimension first (start with 0)");
+  return wrap(Permute(std::move(dims)));
+}
+
+BuiltLayer build_chomp1d(const LayerParams& p) { return wrap(Chomp1d(p.integer("chomp_size", 0))); }
+
 BuiltLayer build_embedding(const LayerParams& p) {
   const int64_t count = p.integer("num_embeddings", 1);
   torch::nn::EmbeddingOptions o(count, p.integer("embedding_dim", 1));
@@ -329,6 +356,8 @@ const std::vector<LayerDef>& layer_defs() {
        build_embedding},
       {"Reshape", {"shape"}, build_reshape},
       {"SelectIndex", {"dim", "index"}, build_select_index},
+      {"Permute", {"dims"}, build_permute},
+      {"Chomp1d", {"chomp_size"}, build_chomp1d},
       {"LSTM",
        {"input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size"},
        build_lstm},

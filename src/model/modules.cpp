@@ -29,6 +29,27 @@ void SelectIndexImpl::pretty_print(std::ostream& os) const {
   os << "SelectIndex(dim=" << dim_ << ", index=" << index_ << ")";
 }
 
+PermuteImpl::PermuteImpl(std::vector<int64_t> dims) : Module("Permute"), dims_(std::move(dims)) {}
+
+Tensor PermuteImpl::forward(const Tensor& x) {
+  TORCH_CHECK(x.dim() == static_cast<int64_t>(dims_.size()), "Permute: dims ", c10::IntArrayRef(dims_), " name ",
+              dims_.size(), " dimensions, but the input has ", x.dim(), " (shape ", x.sizes(), ")");
+  return x.permute(dims_);
+}
+
+void PermuteImpl::pretty_print(std::ostream& os) const { os << "Permute(dims=" << c10::IntArrayRef(dims_) << ")"; }
+
+Chomp1dImpl::Chomp1dImpl(int64_t chomp_size) : Module("Chomp1d"), chomp_size_(chomp_size) {}
+
+Tensor Chomp1dImpl::forward(const Tensor& x) {
+  TORCH_CHECK(x.dim() == 3, "Chomp1d expects [batch, channels, time], got shape ", x.sizes());
+  TORCH_CHECK(x.size(2) > chomp_size_, "Chomp1d: chomp_size ", chomp_size_, " leaves nothing of ", x.size(2),
+              " time steps (shape ", x.sizes(), ")");
+  return x.slice(2, 0, x.size(2) - chomp_size_).contiguous();
+}
+
+void Chomp1dImpl::pretty_print(std::ostream& os) const { os << "Chomp1d(chomp_size=" << chomp_size_ << ")"; }
+
 HardswishImpl::HardswishImpl() : Module("Hardswish") {}
 
 Tensor HardswishImpl::forward(const Tensor& x) { return torch::hardswish(x); }

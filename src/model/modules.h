@@ -44,6 +44,34 @@ class SelectIndexImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SelectIndex);
 
+/// x.permute(dims): reorders every dimension, the batch's included ("0,2,1"
+/// turns [batch, time, features] into the [batch, channels, time] Conv1d takes).
+class PermuteImpl : public torch::nn::Module {
+ public:
+  explicit PermuteImpl(std::vector<int64_t> dims);
+  torch::Tensor forward(const torch::Tensor& x);
+  void pretty_print(std::ostream& os) const override;
+
+ private:
+  std::vector<int64_t> dims_;
+};
+TORCH_MODULE(Permute);
+
+/// Drops the last `chomp_size` steps of [batch, channels, time]: after a
+/// Conv1d padded by (kernel_size - 1) * dilation it leaves a causal
+/// convolution, each output seeing only its own step and earlier ones (the
+/// temporal convolutional network's Chomp1d).
+class Chomp1dImpl : public torch::nn::Module {
+ public:
+  explicit Chomp1dImpl(int64_t chomp_size);
+  torch::Tensor forward(const torch::Tensor& x);
+  void pretty_print(std::ostream& os) const override;
+
+ private:
+  int64_t chomp_size_;
+};
+TORCH_MODULE(Chomp1d);
+
 /// torch.nn.Hardswish: LibTorch 1.13 has SiLU and Mish modules but not this one.
 class HardswishImpl : public torch::nn::Module {
  public:

@@ -16,6 +16,7 @@ const NodeRegistry& builtin() {
     register_tensor_nodes(r);
     register_generative_nodes(r);
     register_transform_nodes(r);
+    register_series_nodes(r);
     register_edu_foundations_nodes(r);
     register_edu_deep_nodes(r);
     return r;

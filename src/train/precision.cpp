@@ -1,13 +1,43 @@
 #include "train/precision.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/cuda.h>
+#include <torch/library.h>
 #include <torch/version.h>
 
 #include <stdexcept>
 
 #ifdef CODEFY_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#endif
+
+#if TORCH_VERSION_MAJOR < 2
+namespace {
+
+// LibTorch 1.13's CPU autocast leaves layer_norm and group_norm off its
+// fp32 list: a bf16 activation meets the norm's fp32 weight and the op
+// fails ("expected scalar type BFloat16 but found Float"; PyTorch 1.13 fails
+// the same way), so no Transformer could train in bf16 on a CPU. These
+// kernels run the two in fp32, as autocast runs the ops on its fp32 list
+// (LibTorch 2 takes the mixed types itself). The casts go through autograd,
+// so gradients reach the bf16 activations.
+void norm_in_fp32(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const size_t args = op.schema().arguments().size();
+  for (size_t i = stack->size() - args; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor() && v.toTensor().scalar_type() == at::kBFloat16) v = v.toTensor().to(at::kFloat);
+  }
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+  op.callBoxed(stack);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, AutocastCPU, m) {
+  m.impl("layer_norm", torch::CppFunction::makeFromBoxedFunction<&norm_in_fp32>());
+  m.impl("group_norm", torch::CppFunction::makeFromBoxedFunction<&norm_in_fp32>());
+}
 #endif
 
 namespace codefy::train {

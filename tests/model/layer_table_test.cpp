@@ -123,6 +123,13 @@ const std::vector<LayerCase>& layer_cases() {
        {2, 7},
        false,
        same_as([](const Tensor& x) { return x.select(1, -1); })},
+      {"Permute", "Permute", {{"dims", "0, 2, 1"}}, {2, 5, 7}, {2, 7, 5}, false, same_as([](const Tensor& x) {
+         return x.transpose(1, 2);
+       })},
+      {"PermuteList", "Permute", {{"dims", {0, 3, 1, 2}}}, {2, 4, 5, 3}, {2, 3, 4, 5}},
+      {"Chomp1d", "Chomp1d", {{"chomp_size", 2}}, {2, 3, 7}, {2, 3, 5}, false, same_as([](const Tensor& x) {
+         return x.narrow(2, 0, 5);
+       })},
       {"Embedding",
        "Embedding",
        {{"num_embeddings", 10}, {"embedding_dim", 4}, {"padding_idx", 0}},

@@ -124,6 +124,10 @@ TEST(LayerParams, ParamOutOfRange) {
   expect_build_error(single_layer("Embedding", {{"num_embeddings", 5}, {"embedding_dim", 2}, {"padding_idx", 5}}), "l",
                      "padding_idx", "within num_embeddings");
   expect_build_error(single_layer("Reshape", {{"shape", "64,x,7"}}), "l", "shape", "\"x\"");
+  expect_build_error(single_layer("Permute", {{"dims", "0,2,2"}}), "l", "dims", "a permutation");
+  expect_build_error(single_layer("Permute", {{"dims", "1,0,2"}}), "l", "dims", "batch dimension first");
+  expect_build_error(single_layer("Permute", {{"dims", "0,x"}}), "l", "dims", "\"0,x\"");
+  expect_build_error(single_layer("Chomp1d", {{"chomp_size", -1}}), "l", "chomp_size", "at least 0");
 }
 
 TEST(LayerParams, UnknownParamSuggestsTheRightOne) {
