@@ -29,18 +29,10 @@ from collections import Counter
 import torch
 import torch.nn.functional as F
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.int64: "int64",
-               torch.int32: "int32", torch.bool: "bool"}
+from golden_common import ROOT, tensor_json
 
 
-def tensor_json(t):
-    t = t.detach()
-    values = t.flatten().tolist()
-    if t.dtype == torch.bool:
-        values = [int(v) for v in values]
-    return {"shape": list(t.shape), "dtype": DTYPE_NAMES[t.dtype], "values": values}
+
 
 
 def encode(v):

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace codefy {
@@ -225,14 +226,63 @@ std::optional<std::string> find_image(const ValueMap& values) {
   return std::nullopt;
 }
 
+namespace {
+
+/// One element as PyTorch's repr writes it: "1." for a whole float when
+/// every element is whole, else four decimals; "True"; "3".
+std::string repr_element(const torch::Tensor& e, bool floating, bool whole) {
+  if (e.scalar_type() == torch::kBool) return e.item<bool>() ? "True" : "False";
+  if (!floating) return std::to_string(e.item<int64_t>());
+  const double d = e.item<double>();
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  char buf[64];
+  if (whole)
+    std::snprintf(buf, sizeof buf, "%.0f.", d);
+  else
+    std::snprintf(buf, sizeof buf, "%.4f", d);
+  return buf;
+}
+
+void repr_rows(const torch::Tensor& t, bool floating, bool whole, int64_t depth, std::string& out) {
+  if (t.dim() == 0) {
+    out += repr_element(t, floating, whole);
+    return;
+  }
+  out += "[";
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    if (i > 0) out += t.dim() > 1 ? ",\n" + std::string(static_cast<size_t>(8 + depth), ' ') : ", ";
+    repr_rows(t[i], floating, whole, depth + 1, out);
+  }
+  out += "]";
+}
+
+/// A small tensor as PyTorch prints it: "tensor(0.3979)", "tensor([1., 2.])",
+/// rows on lines of their own, the dtype named when it is not a default one.
+std::string tensor_repr(const torch::Tensor& tensor) {
+  const torch::Tensor t = tensor.detach().to(torch::kCPU);
+  const bool floating = c10::isFloatingType(t.scalar_type());
+  const torch::Tensor d = floating ? t.to(torch::kFloat64) : t;
+  bool whole = floating;
+  if (floating && t.numel() > 0) {
+    const torch::Tensor finite = d.masked_select(torch::isfinite(d));
+    whole = finite.numel() == 0 || torch::equal(finite, finite.round());
+  }
+  std::string out = "tensor(";
+  repr_rows(d, floating, whole, 0, out);
+  const auto type = t.scalar_type();
+  if (type != torch::kFloat32 && type != torch::kInt64 && type != torch::kBool)
+    out += ", dtype=" + torch_dtype_name(type);
+  return out + ")";
+}
+
+}  // namespace
+
 std::string to_display_string(const Value& v) {
   if (const auto* t = std::get_if<torch::Tensor>(&v)) {
     if (!t->defined()) return "tensor(undefined)";
+    if (t->numel() <= 20 && !c10::isComplexType(t->scalar_type())) return tensor_repr(*t);
     std::ostringstream s;
-    if (t->numel() <= 20) {
-      s << "tensor(" << t->detach().to(torch::kCPU) << ")";
-      return s.str();
-    }
     s << "tensor of shape " << shape_string(*t) << ", " << c10::toString(t->scalar_type());
     return s.str();
   }

@@ -28,11 +28,7 @@ const json& golden() {
   return g;
 }
 
-const json& golden_case(const std::string& name) {
-  for (const auto& c : golden()["cases"])
-    if (c["name"] == name) return c;
-  throw std::runtime_error("no golden case " + name);
-}
+const json& golden_case(const std::string& name) { return codefy::testing::golden_case_in(golden(), name); }
 
 std::vector<std::string> case_names(bool examples) {
   std::vector<std::string> names;

@@ -67,6 +67,13 @@ inline void expect_tensor(const torch::Tensor& actual, const nlohmann::json& exp
     EXPECT_TRUE(torch::equal(actual, want)) << what << "\n" << actual << "\n" << want;
 }
 
+/// The case `name` of a golden file's {"cases": [...]}; throws when it has none.
+inline const nlohmann::json& golden_case_in(const nlohmann::json& golden, const std::string& name) {
+  for (const auto& c : golden["cases"])
+    if (c["name"] == name) return c;
+  throw std::runtime_error("no golden case " + name);
+}
+
 /// A golden case's inputs as node inputs.
 inline ValueMap golden_inputs(const nlohmann::json& c) {
   ValueMap in;

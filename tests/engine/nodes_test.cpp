@@ -292,3 +292,19 @@ TEST(Nodes, InputFailuresNameThePort) {
 
 }  // namespace
 }  // namespace codefy
+
+namespace codefy {
+namespace {
+
+TEST(Nodes, PrintWritesSmallTensorsAsPyTorchDoes) {
+  EXPECT_EQ(to_display_string(torch::tensor(0.397861f)), "tensor(0.3979)");
+  EXPECT_EQ(to_display_string(torch::tensor({1.f, 2.f})), "tensor([1., 2.])");
+  EXPECT_EQ(to_display_string(torch::tensor({1.5f, -2.f})), "tensor([1.5000, -2.0000])");
+  EXPECT_EQ(to_display_string(torch::arange(1, 5, torch::kInt64).reshape({2, 2})), "tensor([[1, 2],\n        [3, 4]])");
+  EXPECT_EQ(to_display_string(torch::tensor({true, false})), "tensor([True, False])");
+  EXPECT_EQ(to_display_string(torch::tensor({0.5}, torch::kFloat64)), "tensor([0.5000], dtype=torch.float64)");
+  EXPECT_EQ(to_display_string(torch::zeros({30})), "tensor of shape [30], Float");
+}
+
+}  // namespace
+}  // namespace codefy

@@ -73,6 +73,7 @@ describe('palette and toolbar helpers', () => {
       'Tensor Operations',
       'Transformer',
       'Utility',
+      'Vision',
     ]);
     expect(groupDefinitions(nodeDefs, 'loader').flatMap(([, l]) => l.map((d) => d.node_name))).toEqual(
       expect.arrayContaining(['DataLoader', 'CheckpointLoader', 'ModelLoader']),

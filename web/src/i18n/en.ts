@@ -54,6 +54,7 @@ export const en = {
   'category.rnn': 'RNN',
   'category.tensor_operations': 'Tensor operations',
   'category.transformer': 'Transformer',
+  'category.vision': 'Vision',
   'category.utility': 'Utility',
 
   'canvas.empty': 'Drag nodes here from the palette, or open an example (Open…).',

@@ -57,6 +57,7 @@ export const zhTW: Messages = {
   'category.rnn': '循環神經網路',
   'category.tensor_operations': '張量運算',
   'category.transformer': 'Transformer 架構',
+  'category.vision': '電腦視覺',
   'category.utility': '工具',
 
   'canvas.empty': '從節點面板把節點拖曳到這裡，或開啟一個範例（開啟…）。',

@@ -21,6 +21,7 @@ const CATEGORY_LABEL: Record<string, MessageKey> = {
   'Tensor Operations': 'category.tensor_operations',
   Transformer: 'category.transformer',
   Utility: 'category.utility',
+  Vision: 'category.vision',
 };
 
 /** What a training pipeline is built from, shown first; the other categories follow in the server's order. */
