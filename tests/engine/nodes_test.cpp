@@ -308,3 +308,27 @@ TEST(Nodes, PrintWritesSmallTensorsAsPyTorchDoes) {
 
 }  // namespace
 }  // namespace codefy
+
+namespace codefy {
+namespace {
+
+TEST(Nodes, TheBetterFashionMnistExampleTrainsOnAugmentedImagesWithAOneCycleSchedule) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  auto g = testing::read_json(testing::source_dir() / "examples/fashion-mnist-925/graph.json");
+  testing::set_param(g, "train_data", "max_samples", 2000);
+  testing::set_param(g, "test_data", "max_samples", 500);
+  testing::set_param(g, "train", "epochs", 1);
+  auto r = testing::run_json(g, 0);
+  EXPECT_GT(std::get<double>(r.outputs["evaluate"]["accuracy"]), 0.5) << "far above chance (0.1) after one short epoch";
+  const auto& train = std::get<train::DatasetPtr>(r.outputs["train_data"]["dataset"]);
+  ASSERT_NE(train->augment, nullptr) << "the training images are cropped and flipped at random";
+  EXPECT_EQ(std::get<train::DatasetPtr>(r.outputs["test_data"]["dataset"])->augment, nullptr)
+      << "the test images are only normalized, once";
+  const auto m = std::get<nlohmann::json>(r.outputs["train"]["metrics"]);
+  EXPECT_EQ(m["scheduler_state"]["type"], "OneCycleLR");
+  EXPECT_EQ(m["scheduler_state"]["total_steps"], 16) << "one epoch of 2000 / 128 batches";
+}
+
+}  // namespace
+}  // namespace codefy
