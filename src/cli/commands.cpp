@@ -39,16 +39,15 @@ CancellationToken& current_token() {
   return token;
 }
 
-/// Writes what a reader wants to keep from a run: Visualize pictures as PNG files.
+/// Writes what a reader wants to keep from a run: each picture a node drew
+/// (Visualize's, Forecast's: a base64 PNG output) as a PNG file.
 void write_artifacts(const PreparedGraph& prepared, const RunResult& result, const std::string& out_dir,
                      Printer& printer) {
   for (const auto& [id, outputs] : result.outputs) {
-    const auto* spec = prepared.graph.node(id);
-    if (!spec || spec->type != "Visualize") continue;
-    auto it = outputs.find("image");
-    if (it == outputs.end()) continue;
-    const auto* b64 = std::get_if<std::string>(&it->second);
-    if (!b64) continue;
+    if (!prepared.graph.node(id)) continue;
+    const auto image = find_image(outputs);
+    if (!image) continue;
+    const std::string* b64 = &*image;
     std::filesystem::create_directories(out_dir);
     const auto path = std::filesystem::path(out_dir) / (id + ".png");
     util::write_file_atomic(path, util::base64_decode(*b64));
@@ -68,7 +67,7 @@ nlohmann::json results_json(const PreparedGraph& prepared, const RunResult& resu
     if (spec->type == "TrainingLoop") {
       if (auto m = outputs.find("metrics"); m != outputs.end())
         if (const auto* metrics = std::get_if<nlohmann::json>(&m->second)) j[id] = *metrics;
-    } else if (spec->type == "EvaluateModel") {
+    } else if (spec->type == "EvaluateModel" || spec->type == "Forecast") {
       nlohmann::json e;
       for (const auto& [port, v] : outputs)
         if (const auto* d = std::get_if<double>(&v)) e[port] = *d;

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
                    "Refuse CPU tensor memory past this many MiB, as a full GPU would (default: "
                    "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
       ->check(CLI::NonNegativeNumber);
-  run_cmd->add_option("--out", run.out_dir, "Folder for Visualize PNGs")->capture_default_str();
+  run_cmd->add_option("--out", run.out_dir, "Folder for the PNGs nodes draw (Visualize, Forecast)")->capture_default_str();
   run_cmd->add_option("--base-dir", run.base_dir,
                       "Folder the graph's relative file paths resolve against (default: the graph file's)");
   run_cmd->add_option("--run-files", run.run_files,

@@ -42,6 +42,25 @@ TEST(Forecast, TheArticlesWorkloadTrainsInBf16WithAccumulationAndDrawsItsForecas
   EXPECT_GT(std::get<std::string>(r.outputs.at("forecast").at("image")).size(), 1000u);
 }
 
+TEST(Forecast, TheCommandLineWritesTheForecastPlotBesideTheLossPlot) {
+  json g = forecast_example();
+  set_param(g, "series", "steps", 400);
+  set_param(g, "series", "window", 48);
+  set_param(g, "train", "epochs", 1);
+  set_param(g, "train", "max_steps", 1);
+  const auto dir = codefy::testing::temp_dir("forecast_cli");
+  std::ofstream(dir / "graph.json") << g.dump();
+  const auto c = codefy::testing::run_codefy("run " + (dir / "graph.json").string() + " --out " + (dir / "out").string());
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("forecast:\n  mse"), std::string::npos) << c.output;
+  for (const char* png : {"forecast.png", "losses.png"}) {
+    std::ifstream f(dir / "out" / png, std::ios::binary);
+    std::string head(8, '\0');
+    f.read(head.data(), 8);
+    EXPECT_EQ(head, std::string("\x89PNG\r\n\x1a\n", 8)) << png;
+  }
+}
+
 TEST(Forecast, TheLastValidationTruthIsTheSeriesEnd) {
   json g = forecast_example();
   set_param(g, "series", "steps", 400);
