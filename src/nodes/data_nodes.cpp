@@ -207,7 +207,15 @@ void register_data_loader(NodeRegistry& r) {
                                  "Threads preparing batches ahead of training (augmentation); 0: on the training "
                                  "thread. The batches are the same either way",
                                  0, 16),
+                    def::boolean("pin_memory", false,
+                                 "Stage batches in page-locked memory for faster GPU transfer (no effect on CPU)"),
                     def::advanced(def::boolean("drop_last", false, "Drop the last, short batch")),
+                    def::advanced(def::boolean("persistent_workers", false,
+                                               "Keep the workers between epochs. Requires num_workers > 0 (Codefy's "
+                                               "workers are threads, started in microseconds: kept or not, the same)")),
+                    def::advanced(def::integer("prefetch_factor", 2,
+                                               "Batches each worker prepares ahead. Ignored when num_workers is 0", 1,
+                                               64)),
                     def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
   d.cacheable = false;
   r.add(std::move(d), [](NodeContext& ctx) {
@@ -216,6 +224,11 @@ void register_data_loader(NodeRegistry& r) {
     o.shuffle = ctx.param_bool("shuffle");
     o.drop_last = ctx.param_bool("drop_last");
     o.num_workers = ctx.param_int("num_workers");
+    o.pin_memory = ctx.param_bool("pin_memory");
+    o.prefetch_factor = ctx.param_int("prefetch_factor");
+    if (ctx.param_bool("persistent_workers") && o.num_workers == 0)
+      NodeContext::fail_param("persistent_workers",
+                              "requires num_workers > 0; set num_workers or turn persistent_workers off");
     const int64_t seed = ctx.param_int("seed");
     o.seed = seed >= 0 ? static_cast<uint64_t>(seed) : ctx.seed();
     const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");

@@ -6,6 +6,7 @@
 #include "util/text.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 #include <zlib.h>
 
@@ -647,6 +648,11 @@ torch::Tensor DataLoader::epoch_order(int64_t epoch) const {
   return order.slice(0, options_.rank, total, replicas).contiguous();
 }
 
+bool pinning_available() {
+  static const bool available = torch::cuda::is_available();
+  return available;
+}
+
 Batch DataLoader::batch(const torch::Tensor& order, int64_t index, int64_t epoch) const {
   const int64_t n = num_samples();
   if (!order.defined() || order.dim() != 1 || order.size(0) != n || order.scalar_type() != torch::kInt64) {
@@ -661,7 +667,12 @@ Batch DataLoader::batch(const torch::Tensor& order, int64_t index, int64_t epoch
   torch::Tensor idx = order.slice(0, begin, end);
   torch::Tensor inputs = dataset_->inputs.index_select(0, idx);
   if (dataset_->augment) inputs = dataset_->augment->apply_batch(inputs, idx, options_.seed, epoch);
-  return Batch{inputs, dataset_->targets.index_select(0, idx)};
+  torch::Tensor targets = dataset_->targets.index_select(0, idx);
+  if (options_.pin_memory && pinning_available()) {
+    inputs = inputs.pin_memory();
+    targets = targets.pin_memory();
+  }
+  return Batch{inputs, targets};
 }
 
 }  // namespace codefy::train

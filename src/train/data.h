@@ -109,7 +109,15 @@ struct DataLoaderOptions {
   /// Threads preparing batches ahead of training (0: on the training thread).
   /// The batches are the same either way.
   int64_t num_workers = 0;
+  /// Batches each worker prepares ahead of the one training takes.
+  int64_t prefetch_factor = 2;
+  /// Cut batches into page-locked memory, so a CUDA device copies them
+  /// asynchronously; where LibTorch has no CUDA it has no effect.
+  bool pin_memory = false;
 };
+
+/// Whether pin_memory pins: LibTorch has CUDA and a device answers (read once).
+bool pinning_available();
 
 /// Cuts a dataset into mini-batches. The order of epoch e depends only on
 /// (seed, e), so a resumed run sees the same batches as an uninterrupted one.

@@ -1,5 +1,6 @@
 #include "train/prefetch.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace codefy::train {
@@ -10,7 +11,7 @@ BatchPrefetcher::BatchPrefetcher(const DataLoader& loader, torch::Tensor order, 
       epoch_(epoch),
       workers_(std::max<int64_t>(1, workers)),
       batches_(loader.num_batches()),
-      depth_(2 * std::max<int64_t>(1, workers)) {
+      depth_(std::max<int64_t>(1, loader.options().prefetch_factor) * std::max<int64_t>(1, workers)) {
   for (int64_t w = 0; w < workers_; ++w) threads_.emplace_back([this, w] { work(w); });
 }
 

@@ -19,7 +19,8 @@ class BatchPrefetcher {
  public:
   /// Starts `workers` threads on the batches of `order` (epoch `epoch` of
   /// `loader`): worker w cuts batches w, w + workers, ...; at most
-  /// 2 x workers batches are ready or in the making ahead of the one taken.
+  /// prefetch_factor x workers batches (the loader's option) are ready or in
+  /// the making ahead of the one taken.
   BatchPrefetcher(const DataLoader& loader, torch::Tensor order, int64_t epoch, int64_t workers);
   /// Stops the workers (a batch being cut is finished and dropped) and joins them.
   ~BatchPrefetcher();

@@ -298,6 +298,7 @@ void TrainingRun::prepare() {
   }
   config["num_workers"] = train_data_.options().num_workers;
   config["batch_workers"] = batch_workers();
+  config["pin_memory"] = train_data_.options().pin_memory && pinning_available();
   config["augmentation"] = train_data_.dataset().augment ? train_data_.dataset().augment->to_json()["steps"]
                                                          : nlohmann::json();
   config["threads"] = at::get_num_threads();
@@ -347,7 +348,9 @@ EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
       throw Cancelled();
     }
     Batch batch = prefetch ? prefetch->next() : train_data_.batch(order, b, epoch);
-    torch::Tensor x = batch.inputs.to(device_), y = batch.targets.to(device_);
+    // Pinned batches (pin_memory) copy to a CUDA device without blocking the host.
+    torch::Tensor x = batch.inputs.to(device_, batch.inputs.is_pinned()),
+                  y = batch.targets.to(device_, batch.targets.is_pinned());
     const bool ends_window = window_.ends_update(b);
     if (reducer) reducer->begin_micro_batch(ends_window);
     if (!buffers.empty()) {

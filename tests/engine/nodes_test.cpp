@@ -1,6 +1,7 @@
 // Node library end to end through the executor: real data, presets, weight
 // files, pictures.
 #include "engine/executor.h"
+#include "golden_support.h"
 #include "plot/plot.h"
 #include "test_support.h"
 #include "train/serialize.h"
@@ -328,6 +329,30 @@ TEST(Nodes, TheBetterFashionMnistExampleTrainsOnAugmentedImagesWithAOneCycleSche
   const auto m = std::get<nlohmann::json>(r.outputs["train"]["metrics"]);
   EXPECT_EQ(m["scheduler_state"]["type"], "OneCycleLR");
   EXPECT_EQ(m["scheduler_state"]["total_steps"], 16) << "one epoch of 2000 / 128 batches";
+}
+
+}  // namespace
+}  // namespace codefy
+
+namespace codefy {
+namespace {
+
+TEST(Nodes, DataLoaderTakesCodefyUIsLoaderParams) {
+  train::SyntheticOptions so;
+  so.num_samples = 20;
+  auto data = std::make_shared<const train::Dataset>(train::make_synthetic(so));
+  const ValueMap out = testing::run_node("DataLoader", {{"num_workers", 2}, {"pin_memory", true}, {"prefetch_factor", 3}},
+                                         {{"dataset", data}});
+  const auto& loader = std::get<train::DataLoaderPtr>(out.at("dataloader"));
+  EXPECT_TRUE(loader->options().pin_memory);
+  EXPECT_EQ(loader->options().prefetch_factor, 3);
+  try {
+    testing::run_node("DataLoader", {{"persistent_workers", true}}, {{"dataset", data}});
+    FAIL() << "persistent_workers without workers was accepted";
+  } catch (const NodeFailure& e) {
+    EXPECT_EQ(e.field(), "param \"persistent_workers\"");
+    EXPECT_NE(std::string(e.what()).find("num_workers > 0"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

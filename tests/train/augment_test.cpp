@@ -136,6 +136,20 @@ TEST(Prefetch, WorkersHandOutTheBatchesTheTrainingThreadWouldCut) {
       ASSERT_TRUE(torch::equal(got.targets, expected.targets)) << workers << " workers, batch " << b;
     }
   }
+  // How far ahead the workers run changes nothing in what they hand out;
+  // nor does pin_memory (pinned only where LibTorch has CUDA).
+  for (int64_t factor : {1, 4}) {
+    DataLoaderOptions f = o;
+    f.prefetch_factor = factor;
+    f.pin_memory = true;
+    const DataLoader far(data, f);
+    BatchPrefetcher ahead(far, order, 1, 2);
+    for (int64_t b = 0; b < far.num_batches(); ++b) {
+      const Batch expected = loader.batch(order, b, 1), got = ahead.next();
+      ASSERT_TRUE(torch::equal(got.inputs, expected.inputs)) << "prefetch_factor " << factor << ", batch " << b;
+      ASSERT_EQ(got.inputs.is_pinned(), pinning_available());
+    }
+  }
   // Stopped after one batch of the epoch (a Stop mid-epoch): it joins its workers.
   BatchPrefetcher stopped(loader, order, 1, 2);
   stopped.next();
