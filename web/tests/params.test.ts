@@ -114,7 +114,7 @@ describe('widgets, defaults and display', () => {
   });
 
   it('a new node starts with every default', () => {
-    expect(defaultParams(def('DataLoader').params)).toEqual({ batch_size: 32, shuffle: true, num_workers: 0, drop_last: false, seed: -1 });
+    expect(defaultParams(def('DataLoader').params)).toEqual({ batch_size: 32, shuffle: true, num_workers: 0, pin_memory: false, drop_last: false, persistent_workers: false, prefetch_factor: 2, seed: -1 });
   });
 
   it('values show as text', () => {

@@ -41,7 +41,7 @@ describe('the open graph', () => {
     const b = store().addNode('DataLoader', { x: 3, y: 4 });
     expect([a, b]).toEqual(['dataloader_1', 'dataloader_2']);
     const n = store().nodes.find((x) => x.id === a)!;
-    expect(n.data.params).toEqual({ batch_size: 32, shuffle: true, num_workers: 0, drop_last: false, seed: -1 });
+    expect(n.data.params).toEqual({ batch_size: 32, shuffle: true, num_workers: 0, pin_memory: false, drop_last: false, persistent_workers: false, prefetch_factor: 2, seed: -1 });
     expect(store().selectedId).toBe(b);
     expect(store().addNode('NoSuchNode', { x: 0, y: 0 })).toBeNull();
   });
