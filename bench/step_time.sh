@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: TrainingLoop step time vs a hand-written LibTorch C++ loop and the
 # same loop in Python (Debian's python3-torch), side by side in one run.
-# Usage: bench/step_time.sh [--reps N] [--epochs E] [--threads T] [--cases 1,3]
+# Usage: bench/step_time.sh [--reps N] [--epochs E] [--threads T] [--cases 1,3] [--contenders codefy,cpp,...]
 # Prints per-case times and a Markdown table for bench/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

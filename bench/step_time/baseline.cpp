@@ -4,7 +4,14 @@
 // it. Prints one JSON line: per-epoch seconds, batches and updates per epoch.
 // `--gemm` measures the machine's sgemm / bf16 GEMM rate instead.
 //
-// Links only LibTorch (not Codefy), so nothing of Codefy's can help or hurt it.
+// Links only LibTorch, so nothing of Codefy's can help or hurt it, except
+// with `--tuned`: then it does what Codefy's TrainingLoop does for speed
+// beyond the textbook loop (Codefy's single-pass Adam, src/train/fused_optim.cpp
+// compiled in; channels-last pooling; one autocast weight cache per
+// accumulation window), so that the difference left to Codefy is the node
+// engine's own cost.
+#include "train/fused_optim.h"
+
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
@@ -13,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,14 +28,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-torch::nn::Sequential make_model(const std::string& name) {
+torch::nn::Sequential make_model(const std::string& name, bool tuned) {
   namespace nn = torch::nn;
+  const auto layout = [tuned](torch::Tensor x) {
+    return tuned ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
+  };
   if (name == "tiny") return nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Linear(64, 10));
   if (name == "mlp")
     return nn::Sequential(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU(), nn::Linear(256, 10));
   if (name == "cnn")
-    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
-                          nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU(), nn::Functional(layout),
+                          nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(),
+                          nn::MaxPool2d(2),
                           nn::Flatten(), nn::Linear(32 * 7 * 7, 10));
   throw std::invalid_argument("unknown model " + name);
 }
@@ -58,7 +70,7 @@ int main(int argc, char** argv) {
   std::string model_name = "mlp", precision = "fp32";
   int64_t batch = 64, accumulate = 1, samples = 19200, epochs = 4;
   int threads = 0;
-  bool gemm = false, log_grad_norm = false;
+  bool gemm = false, log_grad_norm = false, tuned = false;
   app.add_option("--model", model_name)->check(CLI::IsMember({"tiny", "mlp", "cnn"}));
   app.add_option("--batch", batch)->check(CLI::PositiveNumber);
   app.add_option("--accumulate", accumulate)->check(CLI::PositiveNumber);
@@ -68,6 +80,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "intra-op threads (0: LibTorch's default)");
   app.add_flag("--grad-norm", log_grad_norm,
                "also read the gradient norm at every update, the idiomatic LibTorch way (clip_grad_norm_)");
+  app.add_flag("--tuned", tuned,
+               "do what Codefy does beyond the textbook loop: single-pass Adam, channels-last pooling, "
+               "one autocast cache per accumulation window");
   app.add_flag("--gemm", gemm, "measure GEMM GFLOP/s (fp32 and bf16) instead");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) torch::set_num_threads(threads);
@@ -81,8 +96,11 @@ int main(int argc, char** argv) {
   }
 
   torch::manual_seed(0);
-  auto model = make_model(model_name);
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
+  auto model = make_model(model_name, tuned);
+  std::unique_ptr<torch::optim::Optimizer> optimizer_ptr;
+  if (tuned) optimizer_ptr = std::make_unique<codefy::train::FusedAdam>(model->parameters(), torch::optim::AdamOptions(1e-3));
+  else optimizer_ptr = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-3));
+  torch::optim::Optimizer& optimizer = *optimizer_ptr;
   const torch::Tensor inputs = torch::randn(input_shape(model_name, samples));
   const torch::Tensor targets = torch::randint(0, 10, {samples}, torch::kLong);
   const int64_t batches = (samples + batch - 1) / batch;
@@ -103,9 +121,11 @@ int main(int argc, char** argv) {
       if (bf16) {
         at::autocast::set_cpu_enabled(true);
         at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+        // Tuned: the cache of cast weights lives until the window's update.
+        if (tuned && b % accumulate == 0) at::autocast::increment_nesting();
         loss = torch::nn::functional::cross_entropy(model->forward(x), y);
         at::autocast::set_cpu_enabled(false);
-        at::autocast::clear_cache();
+        if (!tuned) at::autocast::clear_cache();
       } else {
         loss = torch::nn::functional::cross_entropy(model->forward(x), y);
       }
@@ -117,6 +137,7 @@ int main(int argc, char** argv) {
               torch::nn::utils::clip_grad_norm_(model->parameters(), std::numeric_limits<double>::infinity());
         optimizer.step();
         optimizer.zero_grad();
+        if (bf16 && tuned && at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
       }
     }
     last_loss = loss_sum / static_cast<double>(batches);

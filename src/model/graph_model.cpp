@@ -38,7 +38,11 @@ Tensor GraphModel::forward(const Tensor& x) {
   for (const Step& step : steps_) {
     try {
       if (step.layer) {
-        values[step.slot] = step.layer(values[step.inputs.front()]);
+        const Tensor& in = values[step.inputs.front()];
+        // The same values in another memory layout (bench/RESULTS.md, "channels-last").
+        values[step.slot] = step.channels_last && in.dim() == 4 && in.device().is_cpu()
+                                ? step.layer(in.contiguous(c10::MemoryFormat::ChannelsLast))
+                                : step.layer(in);
       } else {
         std::vector<Tensor> inputs;
         for (size_t i : step.inputs) inputs.push_back(values[i]);
@@ -57,7 +61,11 @@ Tensor GraphModel::forward(const Tensor& x) {
                                shapes + ": " + message);
     }
   }
-  return values[output_slot_];
+  // Whoever reads a 4-D output gets the usual layout back.
+  const Tensor& out = values[output_slot_];
+  if (out.dim() == 4 && !out.is_contiguous() && out.is_contiguous(c10::MemoryFormat::ChannelsLast))
+    return out.contiguous();
+  return out;
 }
 
 std::string GraphModel::describe() const {

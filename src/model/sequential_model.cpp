@@ -28,6 +28,7 @@ train::ModelPtr build_sequential_model(const nlohmann::json& spec) {
     const SpecNode& node = graph.nodes[i];
     BuiltNode& b = built[i];
     Step step{node.id, node.type, i, wiring.inputs[i], std::move(b.layer), std::move(b.merge), b.description};
+    step.channels_last = node.type == "Conv2d" || node.type == "MaxPool2d" || node.type == "AvgPool2d";
     if (step.merge) {
       std::vector<std::string> sources;
       for (size_t s : step.inputs) sources.push_back(graph.nodes[s].id);

@@ -140,4 +140,12 @@ AutocastGuard::~AutocastGuard() {
   set_autocast(cuda_, was_enabled_, old_dtype_);
 }
 
+AutocastCacheScope::AutocastCacheScope(Precision precision) : active_(precision != Precision::kFp32) {
+  if (active_) at::autocast::increment_nesting();
+}
+
+AutocastCacheScope::~AutocastCacheScope() {
+  if (active_ && at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+}
+
 }  // namespace codefy::train

@@ -46,4 +46,24 @@ class AutocastGuard {
   c10::ScalarType old_dtype_ = c10::ScalarType::Undefined;
 };
 
+/// Keeps autocast's cache of cast weights for the lifetime of the guard,
+/// where each AutocastGuard alone clears it on exit. The trainer holds one
+/// across an accumulation window: the weights change only at the update, so
+/// each is cast to 16 bits once per update instead of once per micro-batch.
+/// Autocast caches the weights an op takes as they are (convolutions, and
+/// Linear in LibTorch 2); LibTorch 1.13's CPU Linear casts a transposed view
+/// of its weight, which is never cached. The cast copies keep their link to
+/// the weights, so every micro-batch's backward still reaches the fp32
+/// gradients. A no-op for fp32.
+class AutocastCacheScope {
+ public:
+  explicit AutocastCacheScope(Precision precision);
+  ~AutocastCacheScope();
+  AutocastCacheScope(const AutocastCacheScope&) = delete;
+  AutocastCacheScope& operator=(const AutocastCacheScope&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
 }  // namespace codefy::train

@@ -342,6 +342,9 @@ EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
   // num_workers: batches cut ahead on worker threads (stopped with the epoch).
   std::optional<BatchPrefetcher> prefetch;
   if (batch_workers() > 0) prefetch.emplace(train_data_, order, epoch, batch_workers());
+  // With accumulation and 16-bit autocast: the window's cast weights, cast once.
+  std::unique_ptr<AutocastCacheScope> window_casts;
+  const bool cache_window_casts = micro_batch_options_.precision != Precision::kFp32 && window_.accumulate_steps() > 1;
   for (int64_t b = 0; b < batches_; ++b) {
     if (stop_requested(epoch, b)) {
       grads_.zero();  // Stop drops the window in progress: no partial gradients outlive the run
@@ -357,12 +360,15 @@ EpochTotals TrainingRun::train_epoch(int64_t epoch, Clock::time_point t_epoch) {
       torch::NoGradGuard no_grad;
       parallel_->broadcast(buffers, 0);
     }
+    if (cache_window_casts && !window_casts)
+      window_casts = std::make_unique<AutocastCacheScope>(micro_batch_options_.precision);
     const torch::Tensor loss = micro_batch_step(model_, loss_, x, y, micro_batch_options_, scaler());
     totals.loss_sum += loss.to(torch::kFloat);
     ++total_batches_;
     ++totals.batches;
     samples_seen_ += x.size(0);
     if (!ends_window) continue;
+    window_casts.reset();  // before the update changes the weights
 
     if (parallel_)
       parallel_->set_activity("epoch " + std::to_string(epoch + 1) + ", update " + std::to_string(total_steps_ + 1) +
