@@ -16,6 +16,7 @@ import argparse
 import copy
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,7 +103,7 @@ def main():
         else:
             pys = sorted(r["seconds"] for r in ps)
             py = " / ".join("%.1f" % s for s in pys)
-            ratio = "%.2f" % (secs[len(secs) // 2] / pys[len(pys) // 2])
+            ratio = "%.2f" % (statistics.median(secs) / statistics.median(pys))
         print("| %s | %d x %d | %s | %s | %s | %s | %s | %s |" % (
             c[0], c[1], c[2], mib(cm[0]["start"]), mib(cm[0]["peak"]), mib(cm[0]["peak"] - cm[0]["start"]),
             " / ".join("%.1f" % s for s in secs), py, ratio))
@@ -112,7 +113,7 @@ def main():
         t[("fp32", 16, 8)] / t[("fp32", 128, 1)], t[("bf16", 16, 8)] / t[("bf16", 128, 1)]))
     print("training peak, bf16 / fp32: 128 x 1 **%.3f**, 16 x 8 **%.3f**" % (
         t[("bf16", 128, 1)] / t[("fp32", 128, 1)], t[("bf16", 16, 8)] / t[("fp32", 16, 8)]))
-    med = lambda c: sorted(m["seconds"] for m in codefy[c])[a.reps // 2]
+    med = lambda c: statistics.median(m["seconds"] for m in codefy[c])
     print("time per epoch, bf16 / fp32: 128 x 1 **%.2f**, 16 x 8 **%.2f**" % (
         med(("bf16", 128, 1)) / med(("fp32", 128, 1)), med(("bf16", 16, 8)) / med(("fp32", 16, 8))))
 

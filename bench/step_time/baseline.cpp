@@ -97,9 +97,10 @@ int main(int argc, char** argv) {
 
   torch::manual_seed(0);
   auto model = make_model(model_name, tuned);
+  const auto adam = torch::optim::AdamOptions(1e-3);
   std::unique_ptr<torch::optim::Optimizer> optimizer_ptr;
-  if (tuned) optimizer_ptr = std::make_unique<codefy::train::FusedAdam>(model->parameters(), torch::optim::AdamOptions(1e-3));
-  else optimizer_ptr = std::make_unique<torch::optim::Adam>(model->parameters(), torch::optim::AdamOptions(1e-3));
+  if (tuned) optimizer_ptr = std::make_unique<codefy::train::FusedAdam>(model->parameters(), adam);
+  else optimizer_ptr = std::make_unique<torch::optim::Adam>(model->parameters(), adam);
   torch::optim::Optimizer& optimizer = *optimizer_ptr;
   const torch::Tensor inputs = torch::randn(input_shape(model_name, samples));
   const torch::Tensor targets = torch::randint(0, 10, {samples}, torch::kLong);

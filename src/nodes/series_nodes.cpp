@@ -18,6 +18,12 @@ using graph::DataType;
 
 namespace {
 
+/// `p`, which the graph may leave empty (the node checks when it needs it).
+graph::ParamDef not_required(graph::ParamDef p) {
+  p.required = false;
+  return p;
+}
+
 /// The most steps x features a series may have: 64M values (256 MB of
 /// float32), past any lesson or laptop forecast.
 constexpr double kMaxSeriesValues = 64.0 * 1024 * 1024;
@@ -59,8 +65,8 @@ void register_time_series_dataset(NodeRegistry& r) {
        def::out("val_dataset", DataType::kDataset, "Validation windows, later in time"),
        def::out("series", DataType::kTensor, "The whole series [steps, features], standardised when asked")},
       {def::select("source", "synthetic", {"synthetic", "csv"}, "Generate the series, or read it from `path`"),
-       def::file("path", "", "CSV with a header row; its numeric columns are the features (source=csv)",
-                 graph::ParamType::kDataFile),
+       not_required(def::file("path", "", "CSV with a header row; its numeric columns are the features (source=csv)",
+                              graph::ParamType::kDataFile)),
        def::integer("steps", 8192, "Length of the generated series", 2),
        def::integer("features", 32, "Features of the generated series", 1),
        def::number("noise", 0.1, "Standard deviation of the generated series' noise", 0.0),
@@ -71,7 +77,6 @@ void register_time_series_dataset(NodeRegistry& r) {
        def::number("val_fraction", 0.2, "Share of the series, at its end, kept for validation", 0.01, 0.99),
        def::boolean("normalize", true, "Standardise each feature with the training part's mean and std"),
        def::integer("seed", 0, "Seed of the generated series")}};
-  d.params[1].required = false;  // only with source=csv
   r.add(std::move(d), [](NodeContext& ctx) {
     torch::Tensor series;
     if (ctx.param_string("source") == "csv") {
@@ -98,10 +103,8 @@ void register_time_series_dataset(NodeRegistry& r) {
     train::WindowedSeries ws;
     try {
       ws = train::make_windows(series, w);
-    } catch (const std::invalid_argument& e) {
-      const std::string m = e.what();
-      const size_t colon = m.find(':');
-      NodeContext::fail_param(m.substr(0, colon), m.substr(colon + 2));
+    } catch (const train::SeriesOptionError& e) {
+      NodeContext::fail_param(e.option(), e.message());
     }
     return ValueMap{{"train_dataset", std::make_shared<const train::Dataset>(std::move(ws.train))},
                     {"val_dataset", std::make_shared<const train::Dataset>(std::move(ws.val))},

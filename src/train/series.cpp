@@ -10,7 +10,8 @@
 namespace codefy::train {
 
 torch::Tensor make_series(const SeriesOptions& o) {
-  if (o.steps < 2 || o.features < 1) throw std::invalid_argument("steps: a series needs at least 2 steps and 1 feature");
+  if (o.steps < 2 || o.features < 1)
+    throw SeriesOptionError("steps", "a series needs at least 2 steps and 1 feature");
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(o.seed);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Tensor t = torch::arange(o.steps, f64).unsqueeze(1);  // [T, 1]
@@ -49,15 +50,16 @@ Dataset windows_of(const torch::Tensor& series, const WindowOptions& o, int64_t 
 }  // namespace
 
 WindowedSeries make_windows(const torch::Tensor& raw, const WindowOptions& o) {
-  if (raw.dim() != 2) throw std::invalid_argument("series: expected [steps, features], got " + std::to_string(raw.dim()) + " dimensions");
+  if (raw.dim() != 2)
+    throw SeriesOptionError("series", "expected [steps, features], got " + std::to_string(raw.dim()) + " dimensions");
   const int64_t steps = raw.size(0), features = raw.size(1);
-  if (o.window < 1) throw std::invalid_argument("window: must be at least 1");
-  if (o.horizon < 1) throw std::invalid_argument("horizon: must be at least 1");
-  if (o.stride < 1) throw std::invalid_argument("stride: must be at least 1");
+  if (o.window < 1) throw SeriesOptionError("window", "must be at least 1");
+  if (o.horizon < 1) throw SeriesOptionError("horizon", "must be at least 1");
+  if (o.stride < 1) throw SeriesOptionError("stride", "must be at least 1");
   if (o.target < 0 || o.target >= features)
-    throw std::invalid_argument("target: column " + std::to_string(o.target) + " is not one of the series' " +
+    throw SeriesOptionError("target", "column " + std::to_string(o.target) + " is not one of the series' " +
                                 std::to_string(features) + " features");
-  if (!(o.val_fraction > 0 && o.val_fraction < 1)) throw std::invalid_argument("val_fraction: must be between 0 and 1");
+  if (!(o.val_fraction > 0 && o.val_fraction < 1)) throw SeriesOptionError("val_fraction", "must be between 0 and 1");
   WindowedSeries w;
   w.split = static_cast<int64_t>(std::llround(static_cast<double>(steps) * (1 - o.val_fraction)));
   const int64_t span = o.window + o.horizon;
@@ -67,7 +69,7 @@ WindowedSeries make_windows(const torch::Tensor& raw, const WindowOptions& o) {
   const int64_t val_first = w.split - o.window;
   const int64_t val_count = val_first >= 0 && steps - val_first >= span ? (steps - val_first - span) / o.stride + 1 : 0;
   if (train_count < 1 || val_count < 1)
-    throw std::invalid_argument("window: window + horizon = " + std::to_string(span) + " steps do not fit in the " +
+    throw SeriesOptionError("window", "window + horizon = " + std::to_string(span) + " steps do not fit in the " +
                                 (train_count < 1 ? "training part (" + std::to_string(w.split)
                                                  : "validation part (" + std::to_string(steps - w.split)) +
                                 " of " + std::to_string(steps) + " steps); use a longer series or a shorter window");

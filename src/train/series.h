@@ -7,6 +7,9 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace codefy::train {
 
@@ -23,6 +26,19 @@ struct SeriesOptions {
 /// other features help to forecast it. The same options give the same
 /// series, bit for bit; LibTorch's global generator is left alone.
 torch::Tensor make_series(const SeriesOptions& options);
+
+/// An option that does not fit the series; `option` names it (the node's param of that name).
+class SeriesOptionError : public std::invalid_argument {
+ public:
+  SeriesOptionError(std::string option, const std::string& message)
+      : std::invalid_argument(option + ": " + message), option_(std::move(option)), message_(message) {}
+  const std::string& option() const { return option_; }
+  /// The message without the option's name.
+  const std::string& message() const { return message_; }
+
+ private:
+  std::string option_, message_;
+};
 
 struct WindowOptions {
   int64_t window = 256;   ///< input steps per sample

@@ -15,15 +15,19 @@ using codefy::testing::set_param;
 using codefy::testing::source_dir;
 using nlohmann::json;
 
-json forecast_example() { return read_json(source_dir() / "examples/forecast-tcn-transformer/graph.json"); }
-
-TEST(Forecast, TheArticlesWorkloadTrainsInBf16WithAccumulationAndDrawsItsForecast) {
-  json g = forecast_example();
-  // The same model and training recipe on a shorter series and window: two updates of 8 micro-batches.
+/// The example's model and training recipe on a 400-step series and 48-step
+/// windows, for one epoch cut after `updates` updates (of 8 micro-batches).
+json short_forecast_example(int64_t updates) {
+  json g = read_json(source_dir() / "examples/forecast-tcn-transformer/graph.json");
   set_param(g, "series", "steps", 400);
   set_param(g, "series", "window", 48);
   set_param(g, "train", "epochs", 1);
-  set_param(g, "train", "max_steps", 2);
+  set_param(g, "train", "max_steps", updates);
+  return g;
+}
+
+TEST(Forecast, TheArticlesWorkloadTrainsInBf16WithAccumulationAndDrawsItsForecast) {
+  json g = short_forecast_example(2);
   set_param(g, "train", "device", "cpu");
   const RunResult r = run_json(g, 5);
   const json m = std::get<json>(r.outputs.at("train").at("metrics"));
@@ -43,11 +47,7 @@ TEST(Forecast, TheArticlesWorkloadTrainsInBf16WithAccumulationAndDrawsItsForecas
 }
 
 TEST(Forecast, TheCommandLineWritesTheForecastPlotBesideTheLossPlot) {
-  json g = forecast_example();
-  set_param(g, "series", "steps", 400);
-  set_param(g, "series", "window", 48);
-  set_param(g, "train", "epochs", 1);
-  set_param(g, "train", "max_steps", 1);
+  json g = short_forecast_example(1);
   const auto dir = codefy::testing::temp_dir("forecast_cli");
   std::ofstream(dir / "graph.json") << g.dump();
   const auto c = codefy::testing::run_codefy("run " + (dir / "graph.json").string() + " --out " + (dir / "out").string());
@@ -62,11 +62,7 @@ TEST(Forecast, TheCommandLineWritesTheForecastPlotBesideTheLossPlot) {
 }
 
 TEST(Forecast, TheLastValidationTruthIsTheSeriesEnd) {
-  json g = forecast_example();
-  set_param(g, "series", "steps", 400);
-  set_param(g, "series", "window", 48);
-  set_param(g, "train", "epochs", 1);
-  set_param(g, "train", "max_steps", 1);
+  json g = short_forecast_example(1);
   const RunResult r = run_json(g, 5);
   const torch::Tensor series = std::get<torch::Tensor>(r.outputs.at("series").at("series"));
   const torch::Tensor truth = std::get<torch::Tensor>(r.outputs.at("forecast").at("truth"));
