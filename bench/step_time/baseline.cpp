@@ -37,7 +37,7 @@ torch::nn::Sequential make_model(const std::string& name, bool tuned) {
   if (name == "mlp")
     return nn::Sequential(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU(), nn::Linear(256, 10));
   if (name == "cnn")
-    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU(), nn::Functional(layout),
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::Functional(layout), nn::ReLU(),
                           nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(),
                           nn::MaxPool2d(2),
                           nn::Flatten(), nn::Linear(32 * 7 * 7, 10));

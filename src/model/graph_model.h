@@ -22,8 +22,9 @@ struct Step {
   LayerFn layer;               ///< set for plain layers
   MergeFn merge;               ///< set for merges
   std::string description;     ///< its line in describe()
-  /// On the CPU, lay a 4-D input out channels-last first: LibTorch's
-  /// pooling runs about 10x faster that way, and convolutions then keep it.
+  /// On the CPU, lay a 4-D input and output out channels-last: LibTorch's
+  /// pooling runs about 10x faster that way, and a convolution's output in
+  /// that layout keeps the activation after it, and its backward, in it too.
   bool channels_last = false;
 };
 
