@@ -114,13 +114,18 @@ void adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
   }
 }
 
+template <typename Options>
+bool any_amsgrad(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  for (const auto& group : groups)
+    if (static_cast<const Options&>(group.options()).amsgrad()) return true;
+  return false;
+}
+
 }  // namespace
 
 torch::Tensor FusedAdam::step(LossClosure closure) {
-  bool amsgrad = false;
-  for (const auto& group : param_groups_)
-    amsgrad = amsgrad || static_cast<const torch::optim::AdamOptions&>(group.options()).amsgrad();
-  last_step_fused_ = !amsgrad && all_fusable<torch::optim::AdamParamState>(param_groups_, state_, &adam_state_ok);
+  last_step_fused_ = !any_amsgrad<torch::optim::AdamOptions>(param_groups_) &&
+                     all_fusable<torch::optim::AdamParamState>(param_groups_, state_, &adam_state_ok);
   if (!last_step_fused_) return torch::optim::Adam::step(std::move(closure));
   torch::NoGradGuard no_grad;
   torch::Tensor loss = evaluate(closure);
@@ -129,10 +134,8 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
 }
 
 torch::Tensor FusedAdamW::step(LossClosure closure) {
-  bool amsgrad = false;
-  for (const auto& group : param_groups_)
-    amsgrad = amsgrad || static_cast<const torch::optim::AdamWOptions&>(group.options()).amsgrad();
-  last_step_fused_ = !amsgrad && all_fusable<torch::optim::AdamParamState>(param_groups_, state_, &adam_state_ok);
+  last_step_fused_ = !any_amsgrad<torch::optim::AdamWOptions>(param_groups_) &&
+                     all_fusable<torch::optim::AdamParamState>(param_groups_, state_, &adam_state_ok);
   if (!last_step_fused_) return torch::optim::AdamW::step(std::move(closure));
   torch::NoGradGuard no_grad;
   torch::Tensor loss = evaluate(closure);
