@@ -3,6 +3,7 @@
 // refuses, up front and as std::invalid_argument, what PyTorch would refuse.
 #include "train/builders.h"
 #include "train/checks.h"
+#include "train/fused_optim.h"
 #include "util/text.h"
 
 #include <torch/nn/functional/loss.h>
@@ -121,29 +122,29 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::vector<torch:
     require(!o.nesterov || (o.momentum > 0 && o.dampening == 0),
             "SGD: nesterov momentum requires a momentum > 0 and zero dampening (momentum=" + number(o.momentum) +
                 ", dampening=" + number(o.dampening) + ")");
-    return std::make_unique<torch::optim::SGD>(parameters, torch::optim::SGDOptions(o.lr)
-                                                               .momentum(o.momentum)
-                                                               .dampening(o.dampening)
-                                                               .nesterov(o.nesterov)
-                                                               .weight_decay(o.weight_decay));
+    return std::make_unique<FusedSGD>(parameters, torch::optim::SGDOptions(o.lr)
+                                                      .momentum(o.momentum)
+                                                      .dampening(o.dampening)
+                                                      .nesterov(o.nesterov)
+                                                      .weight_decay(o.weight_decay));
   }
   if (t == "Adam" || t == "AdamW") {
     require(non_negative(o.eps), t + ": invalid epsilon value: " + number(o.eps));
     require(o.beta1 >= 0 && o.beta1 < 1, t + ": invalid beta parameter at index 0: " + number(o.beta1));
     require(o.beta2 >= 0 && o.beta2 < 1, t + ": invalid beta parameter at index 1: " + number(o.beta2));
     if (t == "Adam")
-      return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr)
-                                                                  .betas({o.beta1, o.beta2})
-                                                                  .eps(o.eps)
-                                                                  .weight_decay(o.weight_decay)
-                                                                  .amsgrad(o.amsgrad));
+      return std::make_unique<FusedAdam>(parameters, torch::optim::AdamOptions(o.lr)
+                                                         .betas({o.beta1, o.beta2})
+                                                         .eps(o.eps)
+                                                         .weight_decay(o.weight_decay)
+                                                         .amsgrad(o.amsgrad));
     // weight_decay is passed explicitly: LibTorch's AdamW default (1e-2) would
     // otherwise apply to a graph that asked for 0.
-    return std::make_unique<torch::optim::AdamW>(parameters, torch::optim::AdamWOptions(o.lr)
-                                                                 .betas({o.beta1, o.beta2})
-                                                                 .eps(o.eps)
-                                                                 .weight_decay(o.weight_decay)
-                                                                 .amsgrad(o.amsgrad));
+    return std::make_unique<FusedAdamW>(parameters, torch::optim::AdamWOptions(o.lr)
+                                                        .betas({o.beta1, o.beta2})
+                                                        .eps(o.eps)
+                                                        .weight_decay(o.weight_decay)
+                                                        .amsgrad(o.amsgrad));
   }
   if (t == "RMSprop") {
     require(non_negative(o.eps), "RMSprop: invalid epsilon value: " + number(o.eps));

@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -138,6 +139,7 @@ class TrainingRun {
   /// Validation, the per-epoch scheduler, early stopping and the "epoch"
   /// event; returns true when early stopping ends the run.
   bool finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::time_point t_epoch);
+  bool history_due(bool last_epoch);
   nlohmann::json final_metrics(int64_t epochs_done) const;
 
   Model& model_;
@@ -171,6 +173,7 @@ class TrainingRun {
   StateDict best_state_;
   bool stopped_early_ = false, stopped_at_max_steps_ = false;
   Clock::time_point t_start_, last_progress_;
+  std::optional<Clock::time_point> last_history_;  ///< when an epoch event last carried the whole history
 };
 
 /// The model's trainable parameters, once it is on the device.
@@ -198,7 +201,7 @@ TrainingRun::TrainingRun(Model& model, const DataLoader& train_data, const DataL
       hooks_(hooks),
       device_(options.device),
       parallel_(options.data_parallel && options.data_parallel->world_size() > 1 ? options.data_parallel.get()
-                                                                                  : nullptr),
+                                                                                 : nullptr),
       reducer_(options.gradient_reducer),
       params_(trainable_on(model, options.device)),
       grads_(params_),
@@ -299,8 +302,8 @@ void TrainingRun::prepare() {
   config["num_workers"] = train_data_.options().num_workers;
   config["batch_workers"] = batch_workers();
   config["pin_memory"] = train_data_.options().pin_memory && pinning_available();
-  config["augmentation"] = train_data_.dataset().augment ? train_data_.dataset().augment->to_json()["steps"]
-                                                         : nlohmann::json();
+  config["augmentation"] =
+      train_data_.dataset().augment ? train_data_.dataset().augment->to_json()["steps"] : nlohmann::json();
   config["threads"] = at::get_num_threads();
   if (!options_.threads_reason.empty()) config["threads_reason"] = options_.threads_reason;
   add_precision_fields(config);
@@ -405,17 +408,33 @@ void TrainingRun::emit_batch_progress(int64_t epoch, int64_t batch, const torch:
                                       Clock::time_point t_epoch) {
   last_progress_ = Clock::now();
   const double elapsed = seconds_since(t_epoch);
-  nlohmann::json e = {{"event", "batch"},
-                      {"epoch", epoch + 1},
-                      {"total_epochs", options_.epochs},
-                      {"batch", batch + 1},
-                      {"total_batches", batches_},
-                      {"step", total_steps_},
-                      {"loss", loss.item<double>()},  // the one extra host read, a few times a second at most
-                      {"lr", get_lr(*optimizer_.optimizer)},
-                      {"samples_per_s", elapsed > 0 ? static_cast<double>((batch + 1) * batch_size_ * world()) / elapsed : 0.0}};
+  nlohmann::json e = {
+      {"event", "batch"},
+      {"epoch", epoch + 1},
+      {"total_epochs", options_.epochs},
+      {"batch", batch + 1},
+      {"total_batches", batches_},
+      {"step", total_steps_},
+      {"loss", loss.item<double>()},  // the one extra host read, a few times a second at most
+      {"lr", get_lr(*optimizer_.optimizer)},
+      {"samples_per_s", elapsed > 0 ? static_cast<double>((batch + 1) * batch_size_ * world()) / elapsed : 0.0}};
   if (last_grad_norm_) e["grad_norm"] = *last_grad_norm_;
   emit(e);
+}
+
+/// Whether this epoch's event carries the whole history (losses, val_losses,
+/// val_accuracies, as CodefyUI's clients chart it): the first and the last
+/// epoch's do, others once per progress interval, stretched by the history's
+/// length past 1000 epochs. Sent every epoch, the arrays made each message grow
+/// with the run (70 KB per event at epoch 1500 of a run doing 40 epochs a
+/// second) until the editor fell seconds behind its own stream; this way the
+/// bytes per second stay bounded however long and fast the run is.
+bool TrainingRun::history_due(bool last_epoch) {
+  const double stretch = std::max(1.0, static_cast<double>(result_.losses.size()) / 1000.0);
+  if (!last_epoch && last_history_ && seconds_since(*last_history_) < options_.progress_interval_s * stretch)
+    return false;
+  last_history_ = Clock::now();
+  return true;
 }
 
 bool TrainingRun::finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::time_point t_epoch) {
@@ -454,29 +473,23 @@ bool TrainingRun::finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::
     }
   }
 
-  nlohmann::json e = {{"event", "epoch"},
-                      {"epoch", epoch + 1},
-                      {"total_epochs", options_.epochs},
-                      {"loss", epoch_loss},
-                      {"losses", result_.losses},
-                      {"lr", lr_history_.back()},
-                      {"step", total_steps_},
-                      {"seconds", seconds_since(t_epoch)}};
+  stopped_early_ = options_.early_stopping_patience > 0 && patience_counter_ >= options_.early_stopping_patience;
+  nlohmann::json e = {
+      {"event", "epoch"},         {"epoch", epoch + 1},   {"total_epochs", options_.epochs},  {"loss", epoch_loss},
+      {"lr", lr_history_.back()}, {"step", total_steps_}, {"seconds", seconds_since(t_epoch)}};
   if (last_grad_norm_) e["grad_norm"] = *last_grad_norm_;
-  if (val_loss) {
-    e["val_loss"] = *val_loss;
-    e["val_losses"] = result_.val_losses;
-  }
-  if (val_accuracy) {
-    e["val_accuracy"] = *val_accuracy;
-    e["val_accuracies"] = result_.val_accuracies;
-  }
+  if (val_loss) e["val_loss"] = *val_loss;
+  if (val_accuracy) e["val_accuracy"] = *val_accuracy;
   if (options_.early_stopping_patience > 0) {
     e["patience_counter"] = patience_counter_;
     e["best_epoch"] = best_epoch_;
   }
+  if (history_due(epoch + 1 >= options_.epochs || stopped_early_)) {
+    e["losses"] = result_.losses;
+    if (val_loss) e["val_losses"] = result_.val_losses;
+    if (val_accuracy) e["val_accuracies"] = result_.val_accuracies;
+  }
   emit(e);
-  stopped_early_ = options_.early_stopping_patience > 0 && patience_counter_ >= options_.early_stopping_patience;
   return stopped_early_;
 }
 

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "train/builders.h"
-#include "train/data_parallel.h"
 #include "train/data.h"
+#include "train/data_parallel.h"
 #include "train/grad_buffer.h"
 #include "train/grad_scaler.h"
 #include "train/model.h"
@@ -58,7 +58,8 @@ struct TrainOptions {
   int64_t initial_steps = 0;
   int64_t initial_batches = 0;
   nlohmann::json scheduler_state;
-  /// Minimum seconds between two "batch" progress events (each costs one host sync).
+  /// Minimum seconds between two "batch" progress events (each costs one host
+  /// sync), and between two "epoch" events that carry the whole loss history.
   double progress_interval_s = 0.25;
   /// Data-parallel training's gradient reduction, called once per update
   /// before unscaling (see GradientReducer); null in a single process.
@@ -75,6 +76,8 @@ struct TrainOptions {
 /// Hooks into the run around the loop.
 struct TrainHooks {
   /// Receives {"event": "config" | "batch" | "epoch", ...} (CodefyUI's progress frames).
+  /// Every epoch sends one; the history arrays ride on the first, the last,
+  /// and otherwise at most one per progress_interval_s (more apart past 1000 epochs).
   std::function<void(const nlohmann::json&)> progress;
   /// Polled before every batch; true ends training (throws codefy::Cancelled).
   std::function<bool()> should_stop;

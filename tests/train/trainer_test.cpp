@@ -527,9 +527,7 @@ class Mlp : public Model {
     b_ = register_module("b", torch::nn::Linear(64, 64));
     c_ = register_module("c", torch::nn::Linear(64, 4));
   }
-  torch::Tensor forward(const torch::Tensor& x) override {
-    return c_(torch::relu(b_(torch::relu(a_(x)))));
-  }
+  torch::Tensor forward(const torch::Tensor& x) override { return c_(torch::relu(b_(torch::relu(a_(x))))); }
 
  private:
   torch::nn::Linear a_{nullptr}, b_{nullptr}, c_{nullptr};
@@ -590,6 +588,41 @@ TEST(Precision, Bf16TrainsAlongTheFp32Curve) {
   EXPECT_NEAR(bf16.val_accuracies.back(), fp32.val_accuracies.back(), 0.02);
   // Not the same run twice.
   EXPECT_NE(bf16.losses.back(), fp32.losses.back());
+}
+
+// Every epoch sends its own figures; the whole history (what CodefyUI's clients chart) rides on the
+// first and the last epoch's event and otherwise at most once per progress interval, so a fast run's
+// messages stop growing with its length.
+TEST(ProgressEvents, EveryEpochReportsButTheHistoryOnlyAsOftenAsTheProgressInterval) {
+  auto data = tiny_data(20);
+  for (const double interval : {3600.0, 0.0}) {
+    auto net = tiny_net();
+    DataLoader loader = tiny_loader(data, 10);
+    auto opt = tiny_optimizer(net, "SGD", 0.1);
+    TrainOptions o;
+    o.epochs = 6;
+    o.progress_interval_s = interval;
+    std::vector<nlohmann::json> epochs;
+    TrainHooks hooks;
+    hooks.progress = [&](const nlohmann::json& e) {
+      if (e["event"] == "epoch") epochs.push_back(e);
+    };
+    auto r = train_model(*net, loader, &loader, *opt, *make_loss("CrossEntropyLoss"), nullptr, o, hooks);
+    ASSERT_EQ(epochs.size(), 6u);
+    for (size_t i = 0; i < epochs.size(); ++i) {
+      EXPECT_EQ(epochs[i]["epoch"], i + 1);
+      EXPECT_DOUBLE_EQ(epochs[i]["loss"].get<double>(), r.losses[i]);
+      EXPECT_DOUBLE_EQ(epochs[i]["val_loss"].get<double>(), r.val_losses[i]);
+      const bool history = interval == 0.0 || i == 0 || i + 1 == epochs.size();
+      EXPECT_EQ(epochs[i].contains("losses"), history) << "interval " << interval << ", epoch " << i + 1;
+      EXPECT_EQ(epochs[i].contains("val_losses"), history) << "interval " << interval << ", epoch " << i + 1;
+      EXPECT_EQ(epochs[i].contains("val_accuracies"), history) << "interval " << interval << ", epoch " << i + 1;
+      if (history) {
+        const auto losses = epochs[i]["losses"].get<std::vector<double>>();
+        EXPECT_EQ(losses, std::vector<double>(r.losses.begin(), r.losses.begin() + static_cast<std::ptrdiff_t>(i + 1)));
+      }
+    }
+  }
 }
 
 }  // namespace

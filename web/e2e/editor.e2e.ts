@@ -39,6 +39,34 @@ test('Stop ends a long run within a second', async ({ page }) => {
   await shot(page, '04-stopped');
 });
 
+test('a fast run stays stoppable: after a thousand epochs Stop still shows at once, and its messages stay small', async ({ page }) => {
+  // Each epoch's message; and those that carry the whole loss history (CodefyUI's `losses`).
+  let epochFrames = 0;
+  let historyFrames = 0;
+  page.on('websocket', (ws) =>
+    ws.on('framereceived', (f) => {
+      const text = String(f.payload);
+      if (!text.includes('"event":"epoch"')) return;
+      ++epochFrames;
+      if (text.includes('"losses":')) ++historyFrames;
+    }),
+  );
+  await openExample(page, 'toy-mlp');
+  await setParam(page, 'train', 'early_stopping_patience', '0');
+  await setParam(page, 'train', 'epochs', '5000');
+  await page.getByTestId('run').click();
+  const done = async () => Number(await status(page, 'train').getByTestId('training-progress').getAttribute('data-fraction'));
+  await expect.poll(done, { timeout: 90_000 }).toBeGreaterThanOrEqual(0.2); // 1000 of 5000 epochs
+  const t0 = Date.now();
+  await page.getByTestId('stop').click();
+  // With every epoch sending the whole history the editor fell ever further behind: Stop showed after > 15 s.
+  await expect(status(page, 'train')).not.toHaveAttribute('data-status', 'running', { timeout: 3_000 });
+  expect(Date.now() - t0).toBeLessThan(3_000);
+  expect(epochFrames).toBeGreaterThanOrEqual(1000);
+  expect(historyFrames).toBeLessThan(epochFrames / 2);
+  await shot(page, '04b-fast-run-stopped');
+});
+
 test('after one edit, a second run serves unchanged nodes from the cache', async ({ page }) => {
   await openExample(page, 'toy-mlp');
   await setParam(page, 'train', 'epochs', '2');
