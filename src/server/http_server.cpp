@@ -134,14 +134,12 @@ bool is_progress(const std::string& text) {
 
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
-  /// A client that reads slower than a run reports loses progress frames past this many queued
-  /// messages; every other message (statuses, errors, a run's final message) is always sent.
-  static constexpr size_t kMaxQueued = 4096;
-
   WsSession(tcp::socket&& socket, Api& api, const ServerOptions& options)
       : ws_(std::move(socket)), api_(api), options_(options) {}
 
   void run(http::request<http::string_body> req) {
+    beast::error_code ec;  // a socket that refuses the size keeps the system's
+    beast::get_lowest_layer(ws_).socket().set_option(net::socket_base::send_buffer_size(options_.ws_send_buffer), ec);
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
     ws_.read_message_max(options_.body_limit);
     auto self = shared_from_this();
@@ -170,7 +168,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       self->api_.connection_message(self->connection_, text);
       // A client that sends without reading waits: its next action is read
       // once the answers queued for it are down to half the bound again.
-      if (self->queue_.size() >= kMaxQueued)
+      if (self->queue_.size() >= self->options_.ws_max_queued)
         self->reading_paused_ = true;
       else
         self->read();
@@ -179,7 +177,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 
   void send(std::string text) {
     net::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
-      if (self->queue_.size() >= kMaxQueued && is_progress(text)) return;
+      if (self->queue_.size() >= self->options_.ws_max_queued && is_progress(text)) return;
       self->queue_.push_back(std::move(text));
       if (self->queue_.size() == 1) self->write();
     });
@@ -193,7 +191,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
         return;
       }
       self->queue_.pop_front();
-      if (self->reading_paused_ && self->queue_.size() <= kMaxQueued / 2) {
+      if (self->reading_paused_ && self->queue_.size() <= self->options_.ws_max_queued / 2) {
         self->reading_paused_ = false;
         self->read();
       }

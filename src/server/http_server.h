@@ -40,6 +40,15 @@ struct ServerOptions {
   std::chrono::milliseconds linger_idle{5000};
   std::chrono::milliseconds linger_total{30000};
   size_t linger_bytes = 128u << 20;
+  /// A WebSocket client that reads slower than a run reports loses progress
+  /// frames past this many messages queued for it (statuses, errors and a
+  /// run's final message are always queued); its own actions are read again
+  /// once the queue is down to half.
+  size_t ws_max_queued = 4096;
+  /// The kernel's send buffer of a WebSocket connection: what a client that
+  /// stops reading holds there before the queue above takes over (Linux would
+  /// otherwise grow it to megabytes of stale progress).
+  int ws_send_buffer = 256 << 10;
 };
 
 class HttpServer {
