@@ -1,9 +1,10 @@
-// The teaching nodes of CodefyUI's `foundations` and `rl` plugin packs
-// (foundations:Edu-*, rl:Edu-*): classical ML and RL objectives written out
-// step by step, with their intermediate tensors in verbose runs. Each node
-// computes what CodefyUI's plugin node computes, with the same PyTorch
-// operations in the same order, so the numbers (and the discrete choices a
-// tree or a vote makes from them) agree with CodefyUI's.
+// The teaching nodes of CodefyUI's `foundations` plugin pack
+// (foundations:Edu-*): classical ML written out step by step, with their
+// intermediate tensors in verbose runs. Each node computes what CodefyUI's
+// plugin node computes, with the same PyTorch operations in the same order,
+// so the numbers (and the discrete choices a tree or a vote makes from them)
+// agree with CodefyUI's. The rl pack is in edu_rl_nodes.cpp.
+#include "nodes/edu_support.h"
 #include "nodes/library.h"
 #include "nodes/step_trace.h"
 #include "nodes/table_values.h"
@@ -13,12 +14,12 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
-#include <cctype>
 #include <set>
 #include <string>
 #include <utility>
@@ -28,106 +29,7 @@ namespace codefy::nodes {
 namespace edu_foundations {
 namespace {
 
-using graph::DataType;
-using nlohmann::json;
-using torch::Tensor;
-
-/// The most elements a teaching node allocates for one intermediate (a
-/// pairwise difference tensor, a weight matrix, the stacked windows): far
-/// past a lesson's data, well below what would exhaust memory.
-constexpr int64_t kMaxElements = int64_t{1} << 28;
-
-[[noreturn]] void bad_input(const std::string& port, const std::string& message) {
-  NodeContext::fail_input(port, message);
-}
-[[noreturn]] void bad_param(const std::string& name, const std::string& message) {
-  NodeContext::fail_param(name, message);
-}
-
-std::string shape_of(const Tensor& t) { return shape_text(t.sizes()); }
-std::string num(int64_t v) { return std::to_string(v); }
-/// Python's `format(v, ".{precision}g")`.
-std::string fmt_g(double v, int precision = 6) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-  return buf;
-}
-/// Python's str() of a float.
-std::string py_float(double v) { return python_number(json(v)); }
-
-/// torch.as_tensor of a (nested) list of numbers: integers give int64,
-/// anything else float32, unless `dtype` says otherwise.
-Tensor tensor_from_json(const std::string& port, const json& j, std::optional<c10::ScalarType> dtype) {
-  std::vector<int64_t> shape;
-  for (const json* cur = &j; cur->is_array(); cur = &(*cur)[0]) {
-    shape.push_back(static_cast<int64_t>(cur->size()));
-    if (cur->empty()) break;
-  }
-  std::vector<double> values;
-  bool integral = true;
-  std::function<void(const json&, size_t)> walk = [&](const json& x, size_t depth) {
-    if (depth == shape.size()) {
-      if (x.is_boolean()) {
-        values.push_back(x.get<bool>() ? 1.0 : 0.0);
-      } else if (x.is_number()) {
-        integral = integral && x.is_number_integer();
-        values.push_back(x.get<double>());
-      } else {
-        bad_input(port, "expects numbers, got " + x.dump());
-      }
-      return;
-    }
-    if (!x.is_array() || static_cast<int64_t>(x.size()) != shape[depth])
-      bad_input(port, "is a ragged nested list, not a tensor of shape " + shape_text(shape));
-    for (const auto& e : x) walk(e, depth + 1);
-  };
-  walk(j, 0);
-  const Tensor t = torch::tensor(values, torch::kFloat64).reshape(shape);
-  return t.to(dtype ? *dtype : (integral ? torch::kInt64 : torch::kFloat32));
-}
-
-/// Input `port` as CodefyUI's nodes take it: a tensor, a number or a list
-/// of numbers (torch.as_tensor), converted to `dtype` when given.
-Tensor edu_tensor(const NodeContext& ctx, const std::string& port,
-                  std::optional<c10::ScalarType> dtype = torch::kFloat32) {
-  const Value& v = ctx.input(port);
-  if (const auto* t = std::get_if<Tensor>(&v)) return dtype ? t->to(*dtype) : *t;
-  if (const auto* d = std::get_if<double>(&v)) return torch::scalar_tensor(*d, torch::kFloat64).to(dtype ? *dtype : torch::kFloat32);
-  if (const auto* j = std::get_if<json>(&v)) return tensor_from_json(port, *j, dtype);
-  return ctx.input_as<Tensor>(port);  // refuses the value, naming its kind
-}
-
-/// The same, on the CPU (the classical nodes loop over it there, as CodefyUI does).
-Tensor cpu_tensor(const NodeContext& ctx, const std::string& port,
-                  std::optional<c10::ScalarType> dtype = torch::kFloat32) {
-  return edu_tensor(ctx, port, dtype).detach().to(torch::kCPU);
-}
-
-/// torch.linalg.vector_norm(t, dim=-1): the L2 norm of each row.
-Tensor row_norms(const Tensor& t) {
-  const std::vector<int64_t> last{-1};
-  return at::linalg_vector_norm(t, 2, last, false, c10::nullopt);
-}
-
-/// "expects a 2-D tensor ([N, D]), got shape [4]", naming the port.
-void need_rank(const std::string& port, const Tensor& t, int64_t rank, const std::string& layout) {
-  check_rank(port, t, {rank}, layout);
-}
-
-/// x_query has the features x_train has.
-void need_same_features(const Tensor& x_train, const Tensor& x_query) {
-  if (x_query.size(1) != x_train.size(1))
-    bad_input("x_query", "has " + num(x_query.size(1)) + " features (shape " + shape_of(x_query) +
-                             ") but x_train has " + num(x_train.size(1)) + " (shape " + shape_of(x_train) + ")");
-}
-
-std::vector<graph::PortDef> train_query_inputs(DataType labels, const std::string& x_desc,
-                                               const std::string& y_desc, const std::string& q_desc) {
-  return {def::in("x_train", DataType::kTensor, x_desc), def::in("y_train", labels, y_desc),
-          def::in("x_query", DataType::kTensor, q_desc)};
-}
-
-// ============================================================================ foundations
+using namespace edu;
 
 void register_column_stats(NodeRegistry& r) {
   r.add({"foundations:Edu-ColumnStats",
@@ -212,7 +114,7 @@ class CartBuilder {
     for (int64_t i : rows) (value(i, feature) <= threshold ? left : right).push_back(i);
     json l = build(left, depth + 1);
     json rt = build(right, depth + 1);
-    return json{{"feature", feature}, {"threshold", threshold}, {"impurity", impurity}, {"gain", gain},
+    return json{{"feature", feature}, {"threshold", threshold}, {"impurity", impurity},  {"gain", gain},
                 {"n_samples", n},     {"left", std::move(l)},   {"right", std::move(rt)}};
   }
 
@@ -243,8 +145,7 @@ class CartBuilder {
       std::vector<std::pair<float, int64_t>> sorted;  // (value, label), ascending by value
       sorted.reserve(rows.size());
       for (int64_t i : rows) sorted.emplace_back(static_cast<float>(value(i, f)), y_[static_cast<size_t>(i)]);
-      std::sort(sorted.begin(), sorted.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       std::vector<float> uniques;
       for (const auto& [v, label] : sorted)
         if (uniques.empty() || uniques.back() != v) uniques.push_back(v);
@@ -335,11 +236,10 @@ void register_decision_tree(NodeRegistry& r) {
           const int64_t n_train = x_train.size(0);
           if (n_train == 0) bad_input("x_train", "is empty (shape " + shape_of(x_train) + "): nothing to fit");
           if (y_train.size(0) != n_train)
-            bad_input("y_train", "length mismatch: x_train has " + num(n_train) + " rows (shape " +
-                                     shape_of(x_train) + ") but y_train has " + num(y_train.size(0)) + " labels");
+            bad_input("y_train", "length mismatch: x_train has " + num(n_train) + " rows (shape " + shape_of(x_train) +
+                                     ") but y_train has " + num(y_train.size(0)) + " labels");
           need_same_features(x_train, x_query);
-          if ((y_train < 0).any().item<bool>())
-            bad_input("y_train", "must contain non-negative integer class labels");
+          if ((y_train < 0).any().item<bool>()) bad_input("y_train", "must contain non-negative integer class labels");
           const int64_t max_depth = ctx.param_int("max_depth"), min_split = ctx.param_int("min_samples_split");
           const std::string criterion = ctx.param_string("criterion");
           if (max_depth < 1) bad_param("max_depth", "must be >= 1; got " + num(max_depth));
@@ -365,7 +265,8 @@ void register_decision_tree(NodeRegistry& r) {
           for (int64_t i = 0; i < q.size(0); ++i) {
             const json* node = &tree;
             while (!node->contains("leaf")) {
-              const double v = static_cast<double>(q.data_ptr<float>()[i * q.size(1) + (*node)["feature"].get<int64_t>()]);
+              const double v =
+                  static_cast<double>(q.data_ptr<float>()[i * q.size(1) + (*node)["feature"].get<int64_t>()]);
               node = v <= (*node)["threshold"].get<double>() ? &(*node)["left"] : &(*node)["right"];
             }
             predictions.push_back((*node)["prediction"].get<int64_t>());
@@ -373,8 +274,8 @@ void register_decision_tree(NodeRegistry& r) {
           StepRecorder rec(ctx);
           for (const TreeSplit& s : builder.splits)
             rec.record("split_d" + num(s.depth),
-                       "depth " + num(s.depth) + ": split on feature " + num(s.feature) + " at x <= " +
-                           fmt_g(s.threshold, 4) + " (gain " + fmt_g(s.gain, 4) + ", " + criterion + ").",
+                       "depth " + num(s.depth) + ": split on feature " + num(s.feature) +
+                           " at x <= " + fmt_g(s.threshold, 4) + " (gain " + fmt_g(s.gain, 4) + ", " + criterion + ").",
                        {},
                        {{"feature", static_cast<double>(s.feature)},
                         {"threshold", s.threshold},
@@ -383,8 +284,8 @@ void register_decision_tree(NodeRegistry& r) {
                         {"gain", s.gain},
                         {"n_samples", static_cast<double>(s.n_samples)}});
           rec.record("tree",
-                     "Built a " + criterion + " tree with " + num(node_count) + " nodes, depth " + num(depth) + ".",
-                     {}, {{"node_count", static_cast<double>(node_count)}, {"depth", static_cast<double>(depth)}});
+                     "Built a " + criterion + " tree with " + num(node_count) + " nodes, depth " + num(depth) + ".", {},
+                     {{"node_count", static_cast<double>(node_count)}, {"depth", static_cast<double>(depth)}});
           ValueMap out{{"predictions", torch::tensor(predictions, torch::kInt64)},
                        {"tree", tree},
                        {"node_count", torch::scalar_tensor(node_count, torch::kInt64)}};
@@ -428,9 +329,13 @@ void register_ffn(NodeRegistry& r) {
           // [hidden, embed] first, then fc2's [embed, hidden], each scaled by
           // 1/sqrt(fan_in); biases zero.
           at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(ctx.param_int("seed")));
-          const auto scale = [](int64_t fan_in) { return 1.0 / std::pow(static_cast<double>(std::max<int64_t>(1, fan_in)), 0.5); };
-          const Tensor w1 = (torch::randn({hidden_dim, embed_dim}, gen, torch::kFloat32) * scale(embed_dim)).to(x.device());
-          const Tensor w2 = (torch::randn({embed_dim, hidden_dim}, gen, torch::kFloat32) * scale(hidden_dim)).to(x.device());
+          const auto scale = [](int64_t fan_in) {
+            return 1.0 / std::pow(static_cast<double>(std::max<int64_t>(1, fan_in)), 0.5);
+          };
+          const Tensor w1 =
+              (torch::randn({hidden_dim, embed_dim}, gen, torch::kFloat32) * scale(embed_dim)).to(x.device());
+          const Tensor w2 =
+              (torch::randn({embed_dim, hidden_dim}, gen, torch::kFloat32) * scale(hidden_dim)).to(x.device());
           const Tensor b1 = torch::zeros({hidden_dim}, x.options()), b2 = torch::zeros({embed_dim}, x.options());
           const Tensor hidden = torch::linear(x, w1, b1);
           const Tensor activations = activation == "relu" ? torch::relu(hidden) : torch::gelu(hidden);
@@ -460,8 +365,10 @@ json list_value(const NodeContext& ctx, const std::string& port) {
     const Tensor d = c.to(torch::kFloat64).contiguous();
     for (int64_t i = 0; i < d.numel(); ++i) {
       const double x = d.data_ptr<double>()[i];
-      if (c.is_floating_point()) out.push_back(x);
-      else out.push_back(static_cast<int64_t>(x));
+      if (c.is_floating_point())
+        out.push_back(x);
+      else
+        out.push_back(static_cast<int64_t>(x));
     }
     return out;
   }
@@ -496,9 +403,10 @@ void register_knn(NodeRegistry& r) {
           const std::vector<std::string> labels = read_labels(ctx, "y_train");
           if (x_train.size(0) != static_cast<int64_t>(labels.size()))
             bad_input("y_train", "length mismatch: x_train has " + num(x_train.size(0)) + " rows (shape " +
-                                     shape_of(x_train) + ") but y_train has " + num(static_cast<int64_t>(labels.size())) +
-                                     " labels");
-          if (x_train.size(0) == 0) bad_input("x_train", "has no rows (shape " + shape_of(x_train) + "): no neighbours");
+                                     shape_of(x_train) + ") but y_train has " +
+                                     num(static_cast<int64_t>(labels.size())) + " labels");
+          if (x_train.size(0) == 0)
+            bad_input("x_train", "has no rows (shape " + shape_of(x_train) + "): no neighbours");
           need_same_features(x_train, x_query);
           const std::string metric = ctx.param_string("metric");
           if (metric != "euclidean" && metric != "manhattan" && metric != "cosine")
@@ -509,7 +417,8 @@ void register_knn(NodeRegistry& r) {
           if (pairs * (metric == "cosine" ? 1.0 : static_cast<double>(std::max<int64_t>(1, x_train.size(1)))) >
               static_cast<double>(kMaxElements))
             bad_input("x_query", "[" + num(n_query) + " queries x " + num(n_train) + " train x " +
-                                     num(x_train.size(1)) + " features] pairwise distances are too many for the "
+                                     num(x_train.size(1)) +
+                                     " features] pairwise distances are too many for the "
                                      "hand-written k-NN (at most 2^28 values); use the KNN node");
           Tensor distances;
           if (metric == "cosine") {
@@ -519,8 +428,7 @@ void register_knn(NodeRegistry& r) {
             distances = 1.0 - q.matmul(t.t());
           } else {
             const Tensor diff = x_query.unsqueeze(1) - x_train.unsqueeze(0);
-            distances = metric == "euclidean" ? row_norms(diff)
-                                              : torch::sum(torch::abs(diff), -1);
+            distances = metric == "euclidean" ? row_norms(diff) : torch::sum(torch::abs(diff), -1);
           }
           const auto [topk_d, topk_idx] = torch::topk(distances, k, 1, /*largest=*/false, /*sorted=*/true);
           // Majority vote, closest first; a tie goes to the label seen first (the nearer neighbour).
@@ -534,8 +442,10 @@ void register_knn(NodeRegistry& r) {
               row.push_back(t);
               const std::string& label = labels[static_cast<size_t>(t)];
               auto it = std::find_if(votes.begin(), votes.end(), [&](const auto& v) { return v.first == label; });
-              if (it == votes.end()) votes.emplace_back(label, 1);
-              else ++it->second;
+              if (it == votes.end())
+                votes.emplace_back(label, 1);
+              else
+                ++it->second;
             }
             auto best = votes.begin();
             for (auto it = votes.begin(); it != votes.end(); ++it)
@@ -552,9 +462,9 @@ void register_knn(NodeRegistry& r) {
           rec.record("vote", "Majority vote among the k nearest labels.", {},
                      {{"k", static_cast<double>(k)},
                       {"n_classes", static_cast<double>(std::set<std::string>(labels.begin(), labels.end()).size())}});
-          ValueMap out{{"predictions", predictions},        {"distances", topk_d},
-                       {"neighbor_indices", neighbours},    {"train_coords", x_train},
-                       {"query_coords", x_query},           {"train_labels", list_value(ctx, "y_train")}};
+          ValueMap out{{"predictions", predictions},     {"distances", topk_d},
+                       {"neighbor_indices", neighbours}, {"train_coords", x_train},
+                       {"query_coords", x_query},        {"train_labels", list_value(ctx, "y_train")}};
           return rec.add_to(out);
         });
 }
@@ -585,8 +495,8 @@ void register_linear_regression(NodeRegistry& r) {
                                      "-D after squeezing (shape " + shape_of(y_train) + ")");
           if (x_train.size(0) != y_train.size(0))
             bad_input("y_train", "features and targets length mismatch: x_train has " + num(x_train.size(0)) +
-                                     " rows (shape " + shape_of(x_train) + ") but y_train has " +
-                                     num(y_train.size(0)) + " targets");
+                                     " rows (shape " + shape_of(x_train) + ") but y_train has " + num(y_train.size(0)) +
+                                     " targets");
           need_rank("x_query", x_query, 2, "[M, F]");
           need_same_features(x_train, x_query);
           const std::string method = ctx.param_string("method");
@@ -596,8 +506,9 @@ void register_linear_regression(NodeRegistry& r) {
           if (method == "closed_form") {
             if (static_cast<double>(n_features + 1) * static_cast<double>(n_features + 1) >
                 static_cast<double>(kMaxElements))
-              bad_input("x_train", "has " + num(n_features) + " features; the normal equation's [F+1, F+1] matrix "
-                                   "would be too large (use gradient_descent)");
+              bad_input("x_train", "has " + num(n_features) +
+                                       " features; the normal equation's [F+1, F+1] matrix "
+                                       "would be too large (use gradient_descent)");
             const Tensor x_aug = torch::cat({x_train, torch::ones({x_train.size(0), 1})}, 1);
             // Ridge on the weights only, not on the bias.
             Tensor reg = lam * torch::eye(n_features + 1);
@@ -667,8 +578,7 @@ void register_logistic_regression(NodeRegistry& r) {
           def::out("weights", DataType::kTensor, "Learned weight matrix [F, C]."),
           def::out("bias", DataType::kTensor, "Learned bias vector [C]."),
           def::out("classes", DataType::kList, "Unique class labels in column order.")},
-         {def::number("lr", 0.1, "Gradient-descent step size."),
-          def::integer("epochs", 200, "Training iterations."),
+         {def::number("lr", 0.1, "Gradient-descent step size."), def::integer("epochs", 200, "Training iterations."),
           def::number("regularization", 0.0, "L2 weight decay strength λ.")}},
         [](NodeContext& ctx) {
           const Tensor x_train = cpu_tensor(ctx, "x_train");
@@ -714,11 +624,11 @@ void register_logistic_regression(NodeRegistry& r) {
           for (int64_t i = 0; i < pred.numel(); ++i)
             predictions.push_back(classes[static_cast<size_t>(pred.data_ptr<int64_t>()[i])]);
           StepRecorder rec(ctx);
-          rec.record("fit",
-                     "Trained " + num(epochs) + " epochs at lr=" + py_float(lr) + "; classes=" + python_list(classes) +
-                         ".",
-                     {{"weights", weights}, {"bias", bias}},
-                     {{"lr", lr}, {"epochs", static_cast<double>(epochs)}, {"lambda", lam}});
+          rec.record(
+              "fit",
+              "Trained " + num(epochs) + " epochs at lr=" + py_float(lr) + "; classes=" + python_list(classes) + ".",
+              {{"weights", weights}, {"bias", bias}},
+              {{"lr", lr}, {"epochs", static_cast<double>(epochs)}, {"lambda", lam}});
           rec.record("predict", "Softmax over query logits; argmax → predicted class.",
                      {{"logits", query_logits}, {"probabilities", query_probs}});
           ValueMap out{{"predictions", predictions},
@@ -763,8 +673,10 @@ void register_sliding_window(NodeRegistry& r) {
                   "2-D grayscale image [H, W]. A 3-D [1,H,W] or [C,H,W] tensor is auto-reduced to channel 0."),
           def::in("kernel", DataType::kTensor,
                   "Optional 2-D kernel [kH, kW]. If supplied it overrides the kernel_preset param.", true)},
-         {def::out("feature_map", DataType::kTensor, "Convolved output [Hout, Wout]; each cell is one window·kernel sum."),
-          def::out("kernel", DataType::kTensor, "The kernel actually used (preset or input), so the lesson can display it."),
+         {def::out("feature_map", DataType::kTensor,
+                   "Convolved output [Hout, Wout]; each cell is one window·kernel sum."),
+          def::out("kernel", DataType::kTensor,
+                   "The kernel actually used (preset or input), so the lesson can display it."),
           def::out("windows", DataType::kTensor,
                    "Stacked receptive fields [Hout*Wout, kH, kW] in row-major order — display-only, for inspecting "
                    "every patch.")},
@@ -781,8 +693,8 @@ void register_sliding_window(NodeRegistry& r) {
             image = image[0];
           }
           if (image.dim() != 2)
-            bad_input("image", "must be a 2-D image [H, W] (or 3-D [C, H, W] to auto-reduce); got shape " +
-                                   shape_of(image));
+            bad_input("image",
+                      "must be a 2-D image [H, W] (or 3-D [C, H, W] to auto-reduce); got shape " + shape_of(image));
           const std::string preset = ctx.param_string("kernel_preset");
           const bool kernel_given = ctx.has_input("kernel");
           const Tensor kernel = kernel_given ? cpu_tensor(ctx, "kernel") : preset_kernel(preset);
@@ -793,12 +705,12 @@ void register_sliding_window(NodeRegistry& r) {
           const int64_t stride = ctx.param_int("stride"), padding = ctx.param_int("padding");
           if (stride < 1) bad_param("stride", "must be >= 1; got " + num(stride));
           if (padding < 0) bad_param("padding", "must be >= 0; got " + num(padding));
-          const double padded_elements = static_cast<double>(image.size(0) + 2 * padding) *
-                                         static_cast<double>(image.size(1) + 2 * padding);
+          const double padded_elements =
+              static_cast<double>(image.size(0) + 2 * padding) * static_cast<double>(image.size(1) + 2 * padding);
           if (padding > kMaxElements || padded_elements > static_cast<double>(kMaxElements))
             bad_param("padding", "padding " + num(padding) + " makes the image " + shape_of(image) + " too large");
-          const Tensor padded = padding > 0 ? torch::constant_pad_nd(image, {padding, padding, padding, padding}, 0.0)
-                                            : image;
+          const Tensor padded =
+              padding > 0 ? torch::constant_pad_nd(image, {padding, padding, padding, padding}, 0.0) : image;
           const int64_t h_pad = padded.size(0), w_pad = padded.size(1);
           if (kh > h_pad || kw > w_pad)
             bad_input(kernel_given ? "kernel" : "image",
@@ -818,21 +730,23 @@ void register_sliding_window(NodeRegistry& r) {
           const Tensor feature_map = values.reshape({h_out, w_out});
           StepRecorder rec(ctx);
           if (rec.on()) {
-            rec.record("kernel",
-                       "Kernel actually used (" + kernel_source + ")." + (reduced_note.empty() ? "" : " " + reduced_note),
-                       {{"kernel", kernel}},
-                       {{"preset", preset},
-                        {"kernel_source", kernel_source},
-                        {"kH", static_cast<double>(kh)},
-                        {"kW", static_cast<double>(kw)},
-                        {"stride", static_cast<double>(stride)},
-                        {"padding", static_cast<double>(padding)}});
+            rec.record(
+                "kernel",
+                "Kernel actually used (" + kernel_source + ")." + (reduced_note.empty() ? "" : " " + reduced_note),
+                {{"kernel", kernel}},
+                {{"preset", preset},
+                 {"kernel_source", kernel_source},
+                 {"kH", static_cast<double>(kh)},
+                 {"kW", static_cast<double>(kw)},
+                 {"stride", static_cast<double>(stride)},
+                 {"padding", static_cast<double>(padding)}});
             std::set<int64_t> sampled;
             std::string note;
             if (positions <= kMaxPositionSteps) {
               for (int64_t p = 0; p < positions; ++p) sampled.insert(p);
             } else {
-              for (int64_t i = 0; i < kMaxPositionSteps; ++i) sampled.insert(i * (positions - 1) / (kMaxPositionSteps - 1));
+              for (int64_t i = 0; i < kMaxPositionSteps; ++i)
+                sampled.insert(i * (positions - 1) / (kMaxPositionSteps - 1));
               note = " (showing " + num(kMaxPositionSteps) + " of " + num(positions) + " positions, sampled evenly)";
             }
             for (int64_t p : sampled) {
@@ -878,7 +792,8 @@ void register_svm(NodeRegistry& r) {
           def::out("bias", DataType::kTensor, "Learned scalar bias."),
           def::out("support_vectors", DataType::kTensor,
                    "Boolean mask [N]; True where the train margin y·(w·x+b) < 1 (support vectors). Display-only."),
-          def::out("decision_values", DataType::kTensor, "Raw decision function w·x_query + b, shape [M]. Display-only.")},
+          def::out("decision_values", DataType::kTensor,
+                   "Raw decision function w·x_query + b, shape [M]. Display-only.")},
          {def::number("C", 1.0,
                       "Soft-margin penalty. Larger C punishes margin violations harder (narrower margin, fewer "
                       "mistakes); smaller C tolerates more violations for a wider margin.",
@@ -907,10 +822,11 @@ void register_svm(NodeRegistry& r) {
             std::string listed;
             const Tensor d = classes.to(torch::kFloat64);
             for (int64_t i = 0; i < std::min<int64_t>(d.numel(), 10); ++i)
-              listed += (i ? ", " : "") + (classes.is_floating_point() ? py_float(d[i].item<double>())
-                                                                       : num(static_cast<int64_t>(d[i].item<double>())));
-            bad_input("y_train", "must have exactly 2 distinct classes; got " + num(classes.numel()) + " ([" +
-                                     listed + (classes.numel() > 10 ? ", ..." : "") + "])");
+              listed +=
+                  (i ? ", " : "") + (classes.is_floating_point() ? py_float(d[i].item<double>())
+                                                                 : num(static_cast<int64_t>(d[i].item<double>())));
+            bad_input("y_train", "must have exactly 2 distinct classes; got " + num(classes.numel()) + " ([" + listed +
+                                     (classes.numel() > 10 ? ", ..." : "") + "])");
           }
           const Tensor neg_class = classes[0], pos_class = classes[1];
           const Tensor y_pm1 = torch::where(y_train == pos_class, torch::ones({n_samples}), -torch::ones({n_samples}));
@@ -1028,431 +944,140 @@ int64_t item_id(const std::string& port, const json& x) {
 }
 
 void register_token_embedding(NodeRegistry& r) {
-  r.add({"foundations:Edu-TokenEmbedding",
-         "LLM",
-         "Tokens to vectors from a seeded lookup table",
-         {def::in("tokens", DataType::kList, "List of token strings. Optional if `token_ids` is connected.", true),
-          def::in("token_ids", DataType::kList,
-                  "List of integer token IDs (e.g. from Tokenizer). Optional if `tokens` is connected.", true)},
-         {def::out("embeddings", DataType::kTensor, "Float32 tensor of shape [seq, embed_dim]."),
-          def::out("vocab", DataType::kList,
-                   "Unique tokens used in this run, in row-id order (ordinal mode) or as observed (hash mode).")},
-         {def::integer("embed_dim", 8, "Dimension of each embedding vector. Keep small (≤16) for inline visualisation.",
-                       1),
-          def::integer("vocab_size", 32, "Size of the embedding table. `hash` mode wraps any token id mod this size.",
-                       1),
-          def::integer("seed", 42, "Seed for the embedding-table initialisation. Same seed → same vectors."),
-          def::select("mode", "hash", {"hash", "ordinal"},
-                      "hash: stable hash(token) mod vocab_size. ordinal: assign row IDs by first-appearance order in "
-                      "this run.")}},
-        [](NodeContext& ctx) {
-          const bool has_tokens = ctx.has_input("tokens"), has_ids = ctx.has_input("token_ids");
-          if (!has_tokens && !has_ids) bad_input("tokens", "connect either `tokens` or `token_ids`");
-          const int64_t embed_dim = std::max<int64_t>(1, ctx.param_int("embed_dim"));
-          const int64_t vocab_size = std::max<int64_t>(1, ctx.param_int("vocab_size"));
-          if (static_cast<double>(embed_dim) * static_cast<double>(vocab_size) > static_cast<double>(kMaxElements))
-            bad_param("vocab_size", "vocab_size x embed_dim is too large a table for a toy embedding (at most 2^28)");
-          const std::string mode = ctx.param_string("mode");
-          if (mode != "hash" && mode != "ordinal") bad_param("mode", "unknown mode '" + mode + "'");
-          // (label, id or none) per position: labels from `tokens`, ids from `token_ids`.
-          std::vector<std::pair<std::string, std::optional<int64_t>>> seq;
-          if (has_tokens && has_ids) {
-            const auto t = list_items(ctx, "tokens"), i = list_items(ctx, "token_ids");
-            for (size_t k = 0; k < std::min(t.size(), i.size()); ++k)
-              seq.emplace_back(item_text(t[k]), item_id("token_ids", i[k]));
-          } else if (has_tokens) {
-            for (const auto& t : list_items(ctx, "tokens")) seq.emplace_back(item_text(t), std::nullopt);
+  r.add(
+      {"foundations:Edu-TokenEmbedding",
+       "LLM",
+       "Tokens to vectors from a seeded lookup table",
+       {def::in("tokens", DataType::kList, "List of token strings. Optional if `token_ids` is connected.", true),
+        def::in("token_ids", DataType::kList,
+                "List of integer token IDs (e.g. from Tokenizer). Optional if `tokens` is connected.", true)},
+       {def::out("embeddings", DataType::kTensor, "Float32 tensor of shape [seq, embed_dim]."),
+        def::out("vocab", DataType::kList,
+                 "Unique tokens used in this run, in row-id order (ordinal mode) or as observed (hash mode).")},
+       {def::integer("embed_dim", 8, "Dimension of each embedding vector. Keep small (≤16) for inline visualisation.",
+                     1),
+        def::integer("vocab_size", 32, "Size of the embedding table. `hash` mode wraps any token id mod this size.", 1),
+        def::integer("seed", 42, "Seed for the embedding-table initialisation. Same seed → same vectors."),
+        def::select("mode", "hash", {"hash", "ordinal"},
+                    "hash: stable hash(token) mod vocab_size. ordinal: assign row IDs by first-appearance order in "
+                    "this run.")}},
+      [](NodeContext& ctx) {
+        const bool has_tokens = ctx.has_input("tokens"), has_ids = ctx.has_input("token_ids");
+        if (!has_tokens && !has_ids) bad_input("tokens", "connect either `tokens` or `token_ids`");
+        const int64_t embed_dim = std::max<int64_t>(1, ctx.param_int("embed_dim"));
+        const int64_t vocab_size = std::max<int64_t>(1, ctx.param_int("vocab_size"));
+        if (static_cast<double>(embed_dim) * static_cast<double>(vocab_size) > static_cast<double>(kMaxElements))
+          bad_param("vocab_size", "vocab_size x embed_dim is too large a table for a toy embedding (at most 2^28)");
+        const std::string mode = ctx.param_string("mode");
+        if (mode != "hash" && mode != "ordinal") bad_param("mode", "unknown mode '" + mode + "'");
+        // (label, id or none) per position: labels from `tokens`, ids from `token_ids`.
+        std::vector<std::pair<std::string, std::optional<int64_t>>> seq;
+        if (has_tokens && has_ids) {
+          const auto t = list_items(ctx, "tokens"), i = list_items(ctx, "token_ids");
+          for (size_t k = 0; k < std::min(t.size(), i.size()); ++k)
+            seq.emplace_back(item_text(t[k]), item_id("token_ids", i[k]));
+        } else if (has_tokens) {
+          for (const auto& t : list_items(ctx, "tokens")) seq.emplace_back(item_text(t), std::nullopt);
+        } else {
+          for (const auto& i : list_items(ctx, "token_ids")) {
+            const int64_t id = item_id("token_ids", i);
+            seq.emplace_back("<id:" + num(id) + ">", id);
+          }
+        }
+        if (static_cast<double>(seq.size()) * static_cast<double>(embed_dim) > static_cast<double>(kMaxElements))
+          bad_input(has_tokens ? "tokens" : "token_ids", num(static_cast<int64_t>(seq.size())) +
+                                                             " tokens x embed_dim " + num(embed_dim) +
+                                                             " are too many embedding values (at most 2^28)");
+        at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(ctx.param_int("seed")));
+        const Tensor table = torch::randn({vocab_size, embed_dim}, gen, torch::kFloat32) *
+                             (1.0 / std::sqrt(static_cast<double>(embed_dim)));
+        std::vector<int64_t> ids;
+        std::vector<std::string> vocab;
+        std::map<std::string, int64_t> ordinal;
+        for (const auto& [label, raw] : seq) {
+          if (mode == "hash") {
+            // Python's % is never negative for a positive modulus.
+            ids.push_back(raw ? ((*raw % vocab_size) + vocab_size) % vocab_size : fnv1a(label, vocab_size));
+            if (std::find(vocab.begin(), vocab.end(), label) == vocab.end()) vocab.push_back(label);
           } else {
-            for (const auto& i : list_items(ctx, "token_ids")) {
-              const int64_t id = item_id("token_ids", i);
-              seq.emplace_back("<id:" + num(id) + ">", id);
+            auto it = ordinal.find(label);
+            if (it == ordinal.end()) {
+              it = ordinal.emplace(label, static_cast<int64_t>(ordinal.size()) % vocab_size).first;
+              vocab.push_back(label);
             }
+            ids.push_back(it->second);
           }
-          if (static_cast<double>(seq.size()) * static_cast<double>(embed_dim) > static_cast<double>(kMaxElements))
-            bad_input(has_tokens ? "tokens" : "token_ids", num(static_cast<int64_t>(seq.size())) +
-                                                               " tokens x embed_dim " + num(embed_dim) +
-                                                               " are too many embedding values (at most 2^28)");
-          at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(ctx.param_int("seed")));
-          const Tensor table = torch::randn({vocab_size, embed_dim}, gen, torch::kFloat32) *
-                               (1.0 / std::sqrt(static_cast<double>(embed_dim)));
-          std::vector<int64_t> ids;
-          std::vector<std::string> vocab;
-          std::map<std::string, int64_t> ordinal;
-          for (const auto& [label, raw] : seq) {
-            if (mode == "hash") {
-              // Python's % is never negative for a positive modulus.
-              ids.push_back(raw ? ((*raw % vocab_size) + vocab_size) % vocab_size : fnv1a(label, vocab_size));
-              if (std::find(vocab.begin(), vocab.end(), label) == vocab.end()) vocab.push_back(label);
-            } else {
-              auto it = ordinal.find(label);
-              if (it == ordinal.end()) {
-                it = ordinal.emplace(label, static_cast<int64_t>(ordinal.size()) % vocab_size).first;
-                vocab.push_back(label);
-              }
-              ids.push_back(it->second);
-            }
-          }
-          const Tensor embeddings = ids.empty() ? torch::zeros({0, embed_dim})
-                                                : table.index_select(0, torch::tensor(ids, torch::kInt64));
-          StepRecorder rec(ctx);
-          rec.record("input_tokens",
-                     "Resolve " + num(static_cast<int64_t>(ids.size())) + " input position(s) using mode='" + mode +
-                         "'.",
-                     {},
-                     {{"seq_len", static_cast<double>(ids.size())},
-                      {"embed_dim", static_cast<double>(embed_dim)},
-                      {"vocab_size", static_cast<double>(vocab_size)}});
-          rec.record("embedding_table",
-                     "Seeded random table of shape (" + num(vocab_size) + ", " + num(embed_dim) + ").",
-                     {{"table", table}});
-          rec.record("lookup", "Gather rows: embeddings[i] = table[row_id(token_i)].", {{"embeddings", embeddings}});
-          ValueMap out{{"embeddings", embeddings}, {"vocab", to_list(vocab)}};
-          return rec.add_to(out);
-        });
+        }
+        const Tensor embeddings =
+            ids.empty() ? torch::zeros({0, embed_dim}) : table.index_select(0, torch::tensor(ids, torch::kInt64));
+        StepRecorder rec(ctx);
+        rec.record("input_tokens",
+                   "Resolve " + num(static_cast<int64_t>(ids.size())) + " input position(s) using mode='" + mode + "'.",
+                   {},
+                   {{"seq_len", static_cast<double>(ids.size())},
+                    {"embed_dim", static_cast<double>(embed_dim)},
+                    {"vocab_size", static_cast<double>(vocab_size)}});
+        rec.record("embedding_table", "Seeded random table of shape (" + num(vocab_size) + ", " + num(embed_dim) + ").",
+                   {{"table", table}});
+        rec.record("lookup", "Gather rows: embeddings[i] = table[row_id(token_i)].", {{"embeddings", embeddings}});
+        ValueMap out{{"embeddings", embeddings}, {"vocab", to_list(vocab)}};
+        return rec.add_to(out);
+      });
 }
 
 // ---------------------------------------------------------------------------- Edu-VectorSimilarity
 
 void register_vector_similarity(NodeRegistry& r) {
-  r.add({"foundations:Edu-VectorSimilarity",
-         "Data",
-         "Pairwise query/key similarity exposed as: raw dot products q·k → L2 norms ||q|| and ||k|| → cosine = dot / "
-         "(||q||·||k||) (or raw dot). Outputs the [N, M] similarity matrix for direct heatmap visualisation, and "
-         "records each intermediate in verbose mode.",
-         {def::in("query", DataType::kTensor, "Query vector(s), shape [D] or [N, D]. A 1-D query becomes N=1."),
-          def::in("keys", DataType::kTensor, "Key vectors, shape [M, D]. Each row is one key to score against.")},
-         {def::out("similarity", DataType::kTensor,
-                   "Pairwise similarity, shape [N, M] (a 1-D query yields [1, M]). Ready for a heatmap."),
-          def::out("query_norms", DataType::kTensor, "L2 norm of each query row, shape [N]. Returned for both metrics."),
-          def::out("key_norms", DataType::kTensor, "L2 norm of each key row, shape [M]. Returned for both metrics.")},
-         {def::select("metric", "cosine", {"cosine", "dot"},
-                      "'cosine' divides the dot product by the product of the two vectors' lengths (scale-invariant, "
-                      "in [-1, 1]); 'dot' returns the raw inner product (grows with vector magnitude).")}},
-        [](NodeContext& ctx) {
-          Tensor query = edu_tensor(ctx, "query");
-          const Tensor keys = edu_tensor(ctx, "keys");
-          need_rank("keys", keys, 2, "[M, D]");
-          if (query.dim() == 1) query = query.unsqueeze(0);
-          else if (query.dim() != 2) bad_input("query", "must have shape [D] or [N, D]; got " + shape_of(query));
-          const int64_t n = query.size(0), d = query.size(1), m = keys.size(0);
-          if (keys.size(1) != d)
-            bad_input("keys", "feature dim D=" + num(keys.size(1)) + " (shape " + shape_of(keys) +
-                                  ") does not match the query's D=" + num(d) + " (shape " + shape_of(query) + ")");
-          if (static_cast<double>(n) * static_cast<double>(m) > static_cast<double>(kMaxElements))
-            bad_input("keys", "[" + num(n) + " x " + num(m) + "] similarities are too many (at most 2^28)");
-          const std::string metric = ctx.param_string("metric");
-          if (metric != "cosine" && metric != "dot")
-            bad_param("metric", "unknown metric '" + metric + "'; expected 'cosine' or 'dot'");
-          StepRecorder rec(ctx);
-          const Tensor raw_dot = query.matmul(keys.transpose(0, 1));
-          const json sizes{{"N", static_cast<double>(n)}, {"M", static_cast<double>(m)}, {"D", static_cast<double>(d)}};
-          rec.record("dot_products", "raw_dot[i, j] = q_i · k_j (every query against every key).",
-                     {{"query", query}, {"keys", keys}, {"raw_dot", raw_dot}}, sizes);
-          const Tensor query_norms = row_norms(query);
-          const Tensor key_norms = row_norms(keys);
-          rec.record("norms", "L2 norms: query_norms[i] = ||q_i||, key_norms[j] = ||k_j||.",
-                     {{"query_norms", query_norms}, {"key_norms", key_norms}}, sizes);
-          const Tensor similarity =
-              metric == "cosine" ? raw_dot / (query_norms.unsqueeze(1) * key_norms.unsqueeze(0) + 1e-12) : raw_dot;
-          rec.record("similarity",
-                     metric == "cosine" ? "cosine = raw_dot / (||q_i|| · ||k_j||)"
-                                        : "dot = raw_dot (unnormalised inner product)",
-                     {{"similarity", similarity}}, {{"metric", metric == "cosine" ? 1.0 : 0.0}});
-          ValueMap out{{"similarity", similarity}, {"query_norms", query_norms}, {"key_norms", key_norms}};
-          return rec.add_to(out);
-        });
-}
-
-// ============================================================================ rl
-
-/// Policy logits [B, A], the action taken per row [B] (int64, in range) and
-/// a per-row tensor [B] (rewards or advantages), checked as CodefyUI checks them.
-struct PolicyBatch {
-  Tensor logits, actions, per_row;
-  int64_t batch = 0, num_actions = 0;
-};
-
-PolicyBatch policy_batch(const NodeContext& ctx, const std::string& logits_port, const std::string& row_port) {
-  PolicyBatch p;
-  p.logits = edu_tensor(ctx, logits_port);
-  p.actions = edu_tensor(ctx, "actions", torch::kInt64);
-  p.per_row = edu_tensor(ctx, row_port);
-  if (p.logits.dim() != 2) bad_input(logits_port, "must have shape [B, A]; got " + shape_of(p.logits));
-  p.batch = p.logits.size(0);
-  p.num_actions = p.logits.size(1);
-  if (p.actions.dim() != 1 || p.actions.size(0) != p.batch)
-    bad_input("actions", "must have shape [" + num(p.batch) + "] (one per row of " + logits_port + " " +
-                             shape_of(p.logits) + "); got " + shape_of(p.actions));
-  if (p.per_row.dim() != 1 || p.per_row.size(0) != p.batch)
-    bad_input(row_port, "must have shape [" + num(p.batch) + "] (one per row of " + logits_port + " " +
-                            shape_of(p.logits) + "); got " + shape_of(p.per_row));
-  if (p.batch > 0 && ((p.actions < 0).any().item<bool>() || (p.actions >= p.num_actions).any().item<bool>()))
-    bad_input("actions", "out of range [0, " + num(p.num_actions) + ") for logits " + shape_of(p.logits) +
-                             ". Got min=" + num(p.actions.min().item<int64_t>()) +
-                             ", max=" + num(p.actions.max().item<int64_t>()) + ".");
-  return p;
-}
-
-double temperature_param(const NodeContext& ctx) {
-  const double t = ctx.param_float("temperature");
-  if (!(t > 0)) bad_param("temperature", "must be positive; got " + py_float(t));
-  return t;
-}
-
-void register_policy_gradient(NodeRegistry& r) {
-  r.add({"rl:Edu-PolicyGradient",
-         "RL",
-         "Loss for one REINFORCE step, plus every intermediate",
-         {def::in("logits", DataType::kTensor, "Policy logits, shape [batch, num_actions]."),
-          def::in("actions", DataType::kTensor, "Integer indices of the actions actually taken, shape [batch]."),
-          def::in("rewards", DataType::kTensor, "Per-trajectory return for each action, shape [batch].")},
-         {def::out("log_probs", DataType::kTensor, "log π(a|s) for the action taken in each item, shape [batch]."),
-          def::out("advantages", DataType::kTensor, "rewards − baseline, shape [batch]."),
-          def::out("loss", DataType::kTensor, "Scalar policy-gradient loss. Backward through it to get ∇θ."),
-          def::out("probs", DataType::kTensor, "Full softmax distribution, shape [batch, num_actions].")},
-         {def::select("baseline", "mean", {"none", "mean"},
-                      "How to compute the variance-reduction baseline. 'mean' subtracts the batch-average reward; "
-                      "'none' uses raw rewards as advantages."),
-          def::number("temperature", 1.0,
-                      "Softmax temperature. Higher = more exploratory distribution; the lesson shows what happens at "
-                      "T → 0 (greedy) and T → ∞ (uniform).",
-                      0.01)}},
-        [](NodeContext& ctx) {
-          const PolicyBatch p = policy_batch(ctx, "logits", "rewards");
-          const double temperature = temperature_param(ctx);
-          const std::string baseline_mode = ctx.param_string("baseline");
-          StepRecorder rec(ctx);
-          const Tensor scaled = p.logits / temperature;
-          const Tensor probs = torch::softmax(scaled, -1);
-          rec.record("softmax", "probs = softmax(logits / T)",
-                     {{"logits", p.logits}, {"scaled", scaled}, {"probs", probs}},
-                     {{"temperature", temperature}, {"num_actions", static_cast<double>(p.num_actions)}});
-          const Tensor action_probs = probs.gather(1, p.actions.unsqueeze(1)).squeeze(1);
-          rec.record("gather", "Pick the probability of the action actually taken in each item.",
-                     {{"actions", p.actions}, {"action_probs", action_probs}});
-          const Tensor log_probs = action_probs.clamp_min(1e-12).log();
-          rec.record("log", "log of the action probability.", {{"log_probs", log_probs}});
-          Tensor baseline, advantages;
-          if (baseline_mode == "mean") {
-            baseline = p.per_row.mean();
-            advantages = p.per_row - baseline;
-          } else {
-            baseline = torch::zeros({}, p.per_row.options());
-            advantages = p.per_row;
-          }
-          rec.record("advantages", "advantages = rewards − baseline (" + baseline_mode + ").",
-                     {{"rewards", p.per_row}, {"advantages", advantages}},
-                     {{"baseline", static_cast<double>(baseline.item<float>())}});
-          const Tensor loss = -(log_probs * advantages).mean();
-          rec.record("loss",
-                     "loss = − mean(log_probs · advantages). Gradient descent on this increases probabilities of "
-                     "high-advantage actions.",
-                     {{"loss", loss}}, {{"loss", static_cast<double>(loss.item<float>())}});
-          ValueMap out{{"log_probs", log_probs}, {"advantages", advantages}, {"loss", loss}, {"probs", probs}};
-          return rec.add_to(out);
-        });
-}
-
-void register_grpo(NodeRegistry& r) {
-  r.add({"rl:Edu-GRPO",
-         "RL",
-         "One GRPO (Group Relative Policy Optimization) step, the core change in DeepSeek R1. Sample a GROUP of G "
-         "completions and z-score their rewards within the group — advantages = (rewards − group_mean) / (group_std "
-         "+ eps) — instead of subtracting a learned value baseline. The ONLY difference from "
-         "REINFORCE/Edu-PolicyGradient is this group-normalized advantage; the rest (softmax → gather log-prob → loss "
-         "= −mean(log_probs · advantages)) is an ordinary policy-gradient step. Each intermediate is captured in "
-         "verbose mode so students see logits + rewards become a loss.",
-         {def::in("logits", DataType::kTensor, "Policy logits for the G grouped samples, shape [G, num_actions]."),
-          def::in("actions", DataType::kTensor, "Integer index of the action/token taken in each sample, shape [G]."),
-          def::in("rewards", DataType::kTensor, "Scalar reward for each sample in the group, shape [G].")},
-         {def::out("loss", DataType::kTensor,
-                   "Scalar GRPO loss = −mean(log_probs · advantages). Backward through it to get ∇θ."),
-          def::out("advantages", DataType::kTensor,
-                   "Group-normalized advantages (rewards − group_mean) / (group_std + eps), shape [G]. Display-only."),
-          def::out("log_probs", DataType::kTensor,
-                   "log π(a|s) for the action taken in each sample, shape [G]. Display-only."),
-          def::out("group_mean", DataType::kTensor,
-                   "Mean reward over the group — the GRPO baseline (scalar). Display-only."),
-          def::out("group_std", DataType::kTensor, "Population std of the group's rewards (scalar). Display-only.")},
-         {def::number("temperature", 1.0,
-                      "Softmax temperature. Higher = more exploratory distribution; the lesson shows what happens at "
-                      "T → 0 (greedy) and T → ∞ (uniform).",
-                      0.01),
-          def::number("std_eps", 1e-6,
-                      "Epsilon added to the group standard deviation before dividing, for numerical stability. Keeps "
-                      "advantages finite when every sample in the group earned the same reward (group_std = 0).",
-                      0.0)}},
-        [](NodeContext& ctx) {
-          const Tensor logits = edu_tensor(ctx, "logits");
-          if (logits.dim() == 2 && logits.size(0) < 2)
-            bad_input("logits", "a group needs at least two samples to normalize rewards within it; got G=" +
-                                    num(logits.size(0)) + " (shape " + shape_of(logits) + ")");
-          const PolicyBatch p = policy_batch(ctx, "logits", "rewards");
-          const double temperature = temperature_param(ctx);
-          const double std_eps = ctx.param_float("std_eps");
-          StepRecorder rec(ctx);
-          const Tensor scaled = p.logits / temperature;
-          const Tensor probs = torch::softmax(scaled, -1);
-          rec.record("softmax", "probs = softmax(logits / T) for each of the G grouped samples.",
-                     {{"logits", p.logits}, {"scaled", scaled}, {"probs", probs}},
-                     {{"temperature", temperature}, {"group_size", static_cast<double>(p.batch)}});
-          const Tensor action_probs = probs.gather(1, p.actions.unsqueeze(1)).squeeze(1);
-          const Tensor log_probs = action_probs.clamp_min(1e-12).log();
-          rec.record("log_probs", "log π(a|s): gather the probability of the action taken, then log.",
-                     {{"actions", p.actions}, {"action_probs", action_probs}, {"log_probs", log_probs}});
-          // The group's mean is the baseline; its population std rescales the advantage.
-          const Tensor group_mean = p.per_row.mean();
-          const Tensor group_std = torch::std(p.per_row, /*unbiased=*/false);
-          rec.record("group_stats",
-                     "Group baseline statistics: mean (the baseline) and population std of the rewards within this "
-                     "group.",
-                     {{"rewards", p.per_row}, {"group_mean", group_mean}, {"group_std", group_std}},
-                     {{"group_mean", static_cast<double>(group_mean.item<float>())},
-                      {"group_std", static_cast<double>(group_std.item<float>())}});
-          const Tensor advantages = (p.per_row - group_mean) / (group_std + std_eps);
-          rec.record("advantages",
-                     "advantages = (rewards − group_mean) / (group_std + std_eps). The group-relative z-score replaces "
-                     "a learned value baseline — the single change that defines GRPO.",
-                     {{"rewards", p.per_row}, {"advantages", advantages}}, {{"std_eps", std_eps}});
-          const Tensor loss = -(log_probs * advantages).mean();
-          rec.record("loss",
-                     "loss = − mean(log_probs · advantages). Gradient descent on this increases the probability of "
-                     "above-group-average completions.",
-                     {{"loss", loss}}, {{"loss", static_cast<double>(loss.item<float>())}});
-          ValueMap out{{"loss", loss},
-                       {"advantages", advantages},
-                       {"log_probs", log_probs},
-                       {"group_mean", group_mean},
-                       {"group_std", group_std}};
-          return rec.add_to(out);
-        });
-}
-
-void register_ppo_clip(NodeRegistry& r) {
-  r.add({"rl:Edu-PPOClip",
-         "RL",
-         "One PPO clipped-surrogate step exposed as: log_softmax(logits/T) gathered at the actions for the new and "
-         "old policies → ratio = exp(logp_new − logp_old) → clip ratio to [1−ε, 1+ε] → objective = min(ratio·A, "
-         "clip·A) → loss = −mean(objective). The ratio, the clipped ratio and the per-sample surrogate are all "
-         "captured in verbose mode so students see exactly when the clip binds.",
-         {def::in("logits_new", DataType::kTensor, "Current (new) policy logits, shape [batch, num_actions]."),
-          def::in("logits_old", DataType::kTensor, "Behaviour (old) policy logits, shape [batch, num_actions]."),
-          def::in("actions", DataType::kTensor, "Integer indices of the actions actually taken, shape [batch]."),
-          def::in("advantages", DataType::kTensor, "Per-sample advantage estimates, shape [batch].")},
-         {def::out("loss", DataType::kTensor,
-                   "Scalar PPO clipped-surrogate loss = −mean(min(ratio·A, clip(ratio,1±ε)·A)). Backward to get ∇θ."),
-          def::out("ratio", DataType::kTensor,
-                   "Probability ratio exp(logp_new − logp_old), shape [batch] (display-only)."),
-          def::out("clipped_ratio", DataType::kTensor, "ratio clamped to [1−ε, 1+ε], shape [batch] (display-only)."),
-          def::out("objective", DataType::kTensor,
-                   "Per-sample min surrogate min(ratio·A, clip·A), shape [batch] (display-only).")},
-         {def::number("clip_epsilon", 0.2,
-                      "Clip range ε. The ratio is confined to [1−ε, 1+ε]; outside the trust region the clipped branch "
-                      "removes the incentive to move further. ε=0 freezes the ratio at 1.",
-                      0.0),
-          def::number("temperature", 1.0,
-                      "Softmax temperature applied to both policies before gathering log-probabilities. Higher = "
-                      "softer distributions.",
-                      0.01)}},
-        [](NodeContext& ctx) {
-          const Tensor logits_old = edu_tensor(ctx, "logits_old");
-          const PolicyBatch p = policy_batch(ctx, "logits_new", "advantages");
-          if (logits_old.dim() != 2) bad_input("logits_old", "must have shape [B, A]; got " + shape_of(logits_old));
-          if (logits_old.sizes() != p.logits.sizes())
-            bad_input("logits_old", "must have the shape of logits_new " + shape_of(p.logits) + "; got " +
-                                        shape_of(logits_old));
-          const double clip_epsilon = ctx.param_float("clip_epsilon");
-          if (clip_epsilon < 0) bad_param("clip_epsilon", "must be >= 0; got " + py_float(clip_epsilon));
-          const double temperature = temperature_param(ctx);
-          StepRecorder rec(ctx);
-          const Tensor idx = p.actions.unsqueeze(1);
-          const Tensor logp_new = torch::log_softmax(p.logits / temperature, -1).gather(1, idx).squeeze(1);
-          Tensor logp_old;
-          {
-            // The behaviour policy is a constant: no gradient flows through it.
-            torch::NoGradGuard no_grad;
-            logp_old = torch::log_softmax(logits_old / temperature, -1).gather(1, idx).squeeze(1);
-          }
-          rec.record("log_probs", "log π(a|s) for the action taken, under the new and old policies.",
-                     {{"logp_new", logp_new}, {"logp_old", logp_old}},
-                     {{"temperature", temperature}, {"num_actions", static_cast<double>(p.num_actions)}});
-          const Tensor ratio = torch::exp(logp_new - logp_old);
-          rec.record("ratio", "ratio = exp(logp_new − logp_old) = π_new(a|s) / π_old(a|s).", {{"ratio", ratio}},
-                     {{"clip_epsilon", clip_epsilon}});
-          const Tensor clipped = torch::clamp(ratio, 1.0 - clip_epsilon, 1.0 + clip_epsilon);
-          rec.record("clip", "clipped = clamp(ratio, 1 − ε, 1 + ε): confine the ratio to the trust region.",
-                     {{"clipped", clipped}});
-          const Tensor surr1 = ratio * p.per_row, surr2 = clipped * p.per_row;
-          rec.record("surrogates", "surr1 = ratio · A (unclipped); surr2 = clipped · A (clipped).",
-                     {{"surr1", surr1}, {"surr2", surr2}});
-          const Tensor objective = torch::min(surr1, surr2);
-          rec.record("objective", "objective = min(surr1, surr2): the pessimistic (lower) surrogate per sample.",
-                     {{"objective", objective}});
-          const Tensor loss = -objective.mean();
-          rec.record("loss",
-                     "loss = − mean(objective). Descending it nudges the policy toward high-advantage actions, but "
-                     "only within the clip.",
-                     {{"loss", loss}}, {{"loss", static_cast<double>(loss.item<float>())}});
-          ValueMap out{{"loss", loss}, {"ratio", ratio}, {"clipped_ratio", clipped}, {"objective", objective}};
-          return rec.add_to(out);
-        });
-}
-
-void register_preference_loss(NodeRegistry& r) {
-  r.add({"rl:Edu-PreferenceLoss",
-         "RL",
-         "Bradley-Terry pairwise preference loss for an RLHF reward model, exposed as: margin = r_chosen − r_rejected "
-         "→ scale by β → sigmoid (modeled P(chosen > rejected)) → loss = −mean(logsigmoid(β·margin)). Each "
-         "intermediate is captured in verbose mode so students see how preference pairs turn into a scalar "
-         "reward-model loss.",
-         {def::in("reward_chosen", DataType::kTensor, "Reward-model score of the preferred response, shape [batch]."),
-          def::in("reward_rejected", DataType::kTensor,
-                  "Reward-model score of the dispreferred response, shape [batch].")},
-         {def::out("loss", DataType::kTensor,
-                   "Scalar Bradley-Terry preference loss = −mean(logsigmoid(β·(r_chosen − r_rejected))). Backward "
-                   "through it to get ∇θ."),
-          def::out("prob_preferred", DataType::kTensor,
-                   "Modeled P(chosen > rejected) = sigmoid(β·margin), shape [batch]. Display-only."),
-          def::out("margin", DataType::kTensor, "r_chosen − r_rejected for each pair, shape [batch]. Display-only."),
-          def::out("accuracy", DataType::kTensor,
-                   "Scalar fraction of pairs already ranked correctly (r_chosen > r_rejected). Display-only.")},
-         {def::number("beta", 1.0,
-                      "Logistic temperature / scale on the reward margin. Larger β sharpens the modeled preference "
-                      "probability toward 0/1; β = 0 makes every pair look like a coin flip.",
-                      0.0)}},
-        [](NodeContext& ctx) {
-          const Tensor chosen = edu_tensor(ctx, "reward_chosen");
-          const Tensor rejected = edu_tensor(ctx, "reward_rejected");
-          need_rank("reward_chosen", chosen, 1, "[B]");
-          need_rank("reward_rejected", rejected, 1, "[B]");
-          if (chosen.sizes() != rejected.sizes())
-            bad_input("reward_rejected", "must have the length of reward_chosen: shapes " + shape_of(chosen) +
-                                             " (reward_chosen) and " + shape_of(rejected) + " (reward_rejected)");
-          const double beta = ctx.param_float("beta");
-          if (beta < 0) bad_param("beta", "must be >= 0; got " + py_float(beta));
-          StepRecorder rec(ctx);
-          const Tensor margin = chosen - rejected;
-          rec.record("margin",
-                     "margin = reward_chosen − reward_rejected. Positive means the model already scores the preferred "
-                     "response higher.",
-                     {{"reward_chosen", chosen}, {"reward_rejected", rejected}, {"margin", margin}}, {{"beta", beta}});
-          const Tensor scaled = beta * margin;
-          rec.record("scaled", "scaled = β · margin. β controls how sharply the margin maps to a preference probability.",
-                     {{"margin", margin}, {"scaled", scaled}});
-          const Tensor prob_preferred = torch::sigmoid(scaled);
-          rec.record("sigmoid", "prob_preferred = sigmoid(β·margin) — the modeled P(chosen > rejected).",
-                     {{"scaled", scaled}, {"prob_preferred", prob_preferred}});
-          const Tensor loss = -torch::log_sigmoid(scaled).mean();
-          const Tensor accuracy = (chosen > rejected).to(torch::kFloat32).mean();
-          rec.record("loss",
-                     "loss = −mean(logsigmoid(β·margin)). Descending it raises chosen scores above rejected ones; "
-                     "accuracy is the fraction of pairs already ordered correctly.",
-                     {{"loss", loss}, {"accuracy", accuracy}},
-                     {{"loss", static_cast<double>(loss.item<float>())},
-                      {"accuracy", static_cast<double>(accuracy.item<float>())}});
-          ValueMap out{{"loss", loss}, {"prob_preferred", prob_preferred}, {"margin", margin}, {"accuracy", accuracy}};
-          return rec.add_to(out);
-        });
+  r.add(
+      {"foundations:Edu-VectorSimilarity",
+       "Data",
+       "Pairwise query/key similarity exposed as: raw dot products q·k → L2 norms ||q|| and ||k|| → cosine = dot / "
+       "(||q||·||k||) (or raw dot). Outputs the [N, M] similarity matrix for direct heatmap visualisation, and "
+       "records each intermediate in verbose mode.",
+       {def::in("query", DataType::kTensor, "Query vector(s), shape [D] or [N, D]. A 1-D query becomes N=1."),
+        def::in("keys", DataType::kTensor, "Key vectors, shape [M, D]. Each row is one key to score against.")},
+       {def::out("similarity", DataType::kTensor,
+                 "Pairwise similarity, shape [N, M] (a 1-D query yields [1, M]). Ready for a heatmap."),
+        def::out("query_norms", DataType::kTensor, "L2 norm of each query row, shape [N]. Returned for both metrics."),
+        def::out("key_norms", DataType::kTensor, "L2 norm of each key row, shape [M]. Returned for both metrics.")},
+       {def::select("metric", "cosine", {"cosine", "dot"},
+                    "'cosine' divides the dot product by the product of the two vectors' lengths (scale-invariant, "
+                    "in [-1, 1]); 'dot' returns the raw inner product (grows with vector magnitude).")}},
+      [](NodeContext& ctx) {
+        Tensor query = edu_tensor(ctx, "query");
+        const Tensor keys = edu_tensor(ctx, "keys");
+        need_rank("keys", keys, 2, "[M, D]");
+        if (query.dim() == 1)
+          query = query.unsqueeze(0);
+        else if (query.dim() != 2)
+          bad_input("query", "must have shape [D] or [N, D]; got " + shape_of(query));
+        const int64_t n = query.size(0), d = query.size(1), m = keys.size(0);
+        if (keys.size(1) != d)
+          bad_input("keys", "feature dim D=" + num(keys.size(1)) + " (shape " + shape_of(keys) +
+                                ") does not match the query's D=" + num(d) + " (shape " + shape_of(query) + ")");
+        if (static_cast<double>(n) * static_cast<double>(m) > static_cast<double>(kMaxElements))
+          bad_input("keys", "[" + num(n) + " x " + num(m) + "] similarities are too many (at most 2^28)");
+        const std::string metric = ctx.param_string("metric");
+        if (metric != "cosine" && metric != "dot")
+          bad_param("metric", "unknown metric '" + metric + "'; expected 'cosine' or 'dot'");
+        StepRecorder rec(ctx);
+        const Tensor raw_dot = query.matmul(keys.transpose(0, 1));
+        const json sizes{{"N", static_cast<double>(n)}, {"M", static_cast<double>(m)}, {"D", static_cast<double>(d)}};
+        rec.record("dot_products", "raw_dot[i, j] = q_i · k_j (every query against every key).",
+                   {{"query", query}, {"keys", keys}, {"raw_dot", raw_dot}}, sizes);
+        const Tensor query_norms = row_norms(query);
+        const Tensor key_norms = row_norms(keys);
+        rec.record("norms", "L2 norms: query_norms[i] = ||q_i||, key_norms[j] = ||k_j||.",
+                   {{"query_norms", query_norms}, {"key_norms", key_norms}}, sizes);
+        const Tensor similarity =
+            metric == "cosine" ? raw_dot / (query_norms.unsqueeze(1) * key_norms.unsqueeze(0) + 1e-12) : raw_dot;
+        rec.record("similarity",
+                   metric == "cosine" ? "cosine = raw_dot / (||q_i|| · ||k_j||)"
+                                      : "dot = raw_dot (unnormalised inner product)",
+                   {{"similarity", similarity}}, {{"metric", metric == "cosine" ? 1.0 : 0.0}});
+        ValueMap out{{"similarity", similarity}, {"query_norms", query_norms}, {"key_norms", key_norms}};
+        return rec.add_to(out);
+      });
 }
 
 }  // namespace
@@ -1470,10 +1095,6 @@ void register_edu_foundations_nodes(NodeRegistry& r) {
   register_svm(r);
   register_token_embedding(r);
   register_vector_similarity(r);
-  register_policy_gradient(r);
-  register_grpo(r);
-  register_ppo_clip(r);
-  register_preference_loss(r);
 }
 
 }  // namespace codefy::nodes

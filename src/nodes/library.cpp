@@ -18,6 +18,7 @@ const NodeRegistry& builtin() {
     register_transform_nodes(r);
     register_series_nodes(r);
     register_edu_foundations_nodes(r);
+    register_edu_rl_nodes(r);
     register_edu_deep_nodes(r);
     return r;
   }();

@@ -24,6 +24,7 @@ void register_transform_nodes(NodeRegistry& r);
 void register_series_nodes(NodeRegistry& r);
 // CodefyUI's plugin packs' teaching nodes, under their namespaced names.
 void register_edu_foundations_nodes(NodeRegistry& r);
+void register_edu_rl_nodes(NodeRegistry& r);
 void register_edu_deep_nodes(NodeRegistry& r);
 
 }  // namespace codefy::nodes
