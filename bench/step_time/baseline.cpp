@@ -28,19 +28,40 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// A Linear that runs in fp32 under CPU autocast, as Codefy's SequentialModel
+/// runs one this small for its batch (the output layers here).
+struct Fp32LinearImpl : torch::nn::Module {
+  Fp32LinearImpl(int64_t in, int64_t out) : linear(register_module("linear", torch::nn::Linear(in, out))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    const bool autocast = at::autocast::is_cpu_enabled();
+    at::autocast::set_cpu_enabled(false);
+    torch::Tensor y = linear(x.to(torch::kFloat));
+    at::autocast::set_cpu_enabled(autocast);
+    return y;
+  }
+  torch::nn::Linear linear;
+};
+TORCH_MODULE(Fp32Linear);
+
 torch::nn::Sequential make_model(const std::string& name, bool tuned) {
   namespace nn = torch::nn;
-  const auto layout = [tuned](torch::Tensor x) {
-    return tuned ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
+  const auto layout = [tuned](torch::Tensor x) { return tuned ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x; };
+  const auto output = [tuned](int64_t in, int64_t out) {
+    return tuned ? nn::AnyModule(Fp32Linear(in, out)) : nn::AnyModule(nn::Linear(in, out));
   };
   if (name == "tiny") return nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Linear(64, 10));
-  if (name == "mlp")
-    return nn::Sequential(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU(), nn::Linear(256, 10));
-  if (name == "cnn")
-    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::Functional(layout), nn::ReLU(),
-                          nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(),
-                          nn::MaxPool2d(2),
-                          nn::Flatten(), nn::Linear(32 * 7 * 7, 10));
+  if (name == "mlp") {
+    nn::Sequential m(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU());
+    m->push_back(output(256, 10));
+    return m;
+  }
+  if (name == "cnn") {
+    nn::Sequential m(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::Functional(layout), nn::ReLU(),
+                     nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(),
+                     nn::MaxPool2d(2), nn::Flatten());
+    m->push_back(output(32 * 7 * 7, 10));
+    return m;
+  }
   throw std::invalid_argument("unknown model " + name);
 }
 
@@ -82,7 +103,7 @@ int main(int argc, char** argv) {
                "also read the gradient norm at every update, the idiomatic LibTorch way (clip_grad_norm_)");
   app.add_flag("--tuned", tuned,
                "do what Codefy does beyond the textbook loop: single-pass Adam, channels-last pooling, "
-               "one autocast cache per accumulation window");
+               "one autocast cache per accumulation window, the small output Linear in fp32 under bf16");
   app.add_flag("--gemm", gemm, "measure GEMM GFLOP/s (fp32 and bf16) instead");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) torch::set_num_threads(threads);
@@ -99,8 +120,10 @@ int main(int argc, char** argv) {
   auto model = make_model(model_name, tuned);
   const auto adam = torch::optim::AdamOptions(1e-3);
   std::unique_ptr<torch::optim::Optimizer> optimizer_ptr;
-  if (tuned) optimizer_ptr = std::make_unique<codefy::train::FusedAdam>(model->parameters(), adam);
-  else optimizer_ptr = std::make_unique<torch::optim::Adam>(model->parameters(), adam);
+  if (tuned)
+    optimizer_ptr = std::make_unique<codefy::train::FusedAdam>(model->parameters(), adam);
+  else
+    optimizer_ptr = std::make_unique<torch::optim::Adam>(model->parameters(), adam);
   torch::optim::Optimizer& optimizer = *optimizer_ptr;
   const torch::Tensor inputs = torch::randn(input_shape(model_name, samples));
   const torch::Tensor targets = torch::randint(0, 10, {samples}, torch::kLong);

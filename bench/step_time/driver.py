@@ -126,6 +126,23 @@ def codefy_epochs(cmd, env):
     return seconds, batches
 
 
+def machine():
+    """The CPU's model and its bf16 instructions: bf16's speed-up depends on them (AMX, AVX-512 BF16)."""
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+    except OSError:
+        pass
+    bf16 = [f for f in ("avx512_bf16", "amx_bf16") if f in flags] or ["none"]
+    return "%s, %d logical CPUs, bf16 instructions: %s" % (model, os.cpu_count(), " ".join(bf16))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--codefy", default=os.path.join(ROOT, "build", "codefy"))
@@ -139,6 +156,7 @@ def main():
 
     env = dict(os.environ, **MALLOC_ENV, CODEFY_NUM_THREADS=str(a.threads), OMP_NUM_THREADS=str(a.threads))
     gemm = json.loads(run([a.baseline, "--gemm", "--threads", str(a.threads)], env))
+    print("machine: %s" % machine())
     print("threads %d; measured GEMM rate (1024^3, best of several): fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s\n"
           % (a.threads, gemm["fp32_gflops"], gemm["bf16_gflops"]))
 

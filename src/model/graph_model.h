@@ -26,6 +26,9 @@ struct Step {
   /// pooling runs about 10x faster that way, and a convolution's output in
   /// that layout keeps the activation after it, and its backward, in it too.
   bool channels_last = false;
+  /// A Linear's in_features × out_features (0 for other steps): under CPU
+  /// bf16 autocast a Linear this small for its batch runs in fp32 instead.
+  int64_t linear_size = 0;
 };
 
 /// A model over a layer DAG: the input goes into one slot, each step reads

@@ -148,4 +148,14 @@ AutocastCacheScope::~AutocastCacheScope() {
   if (active_ && at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
 }
 
+bool cpu_autocast_bf16() { return autocast_enabled(false) && autocast_dtype(false) == c10::kBFloat16; }
+
+CpuAutocastOff::CpuAutocastOff() : was_enabled_(autocast_enabled(false)) {
+  if (was_enabled_) set_autocast(false, false, c10::ScalarType::Undefined);
+}
+
+CpuAutocastOff::~CpuAutocastOff() {
+  if (was_enabled_) set_autocast(false, true, c10::ScalarType::Undefined);
+}
+
 }  // namespace codefy::train

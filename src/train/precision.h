@@ -66,4 +66,20 @@ class AutocastCacheScope {
   bool active_ = false;
 };
 
+/// Whether CPU autocast is on in bf16 on this thread.
+bool cpu_autocast_bf16();
+
+/// CPU autocast off on this thread for the guard's lifetime, for an op that
+/// runs faster in fp32 (its inputs must then be fp32); restored on exit.
+class CpuAutocastOff {
+ public:
+  CpuAutocastOff();
+  ~CpuAutocastOff();
+  CpuAutocastOff(const CpuAutocastOff&) = delete;
+  CpuAutocastOff& operator=(const CpuAutocastOff&) = delete;
+
+ private:
+  bool was_enabled_;
+};
+
 }  // namespace codefy::train

@@ -3,6 +3,7 @@
 #include "model/sequential_model.h"
 #include "spec_builder.h"
 #include "train/model.h"
+#include "train/precision.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -167,6 +168,41 @@ TEST(SequentialModel, SameSeedSameWeights) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << i;
   EXPECT_FALSE(torch::equal(a[0], c[0]));
+}
+
+// Under CPU bf16 autocast a Linear too small for its batch to gain from bf16 runs in fp32 (the
+// output layer of a 64-row batch), a large one in bf16; gradients reach both in fp32.
+TEST(SequentialModel, SmallLinearRunsInFp32UnderCpuBf16Autocast) {
+  torch::manual_seed(0);
+  auto model = build_sequential_model(Spec()
+                                          .layer("big", "Linear", {{"in_features", 256}, {"out_features", 256}})
+                                          .layer("small", "Linear", {{"in_features", 256}, {"out_features", 10}})
+                                          .chain({"big", "small"})
+                                          .build());
+  auto params = model->named_parameters();
+  const Tensor w_small = params["layers.small.weight"], b_small = params["layers.small.bias"];
+  const Tensor x = torch::randn({64, 256});
+  Tensor out, hidden;
+  {
+    train::AutocastGuard autocast(train::Precision::kBf16, c10::Device(c10::kCPU));
+    out = model->forward(x);
+    hidden = torch::nn::functional::linear(x, params["layers.big.weight"], params["layers.big.bias"]);
+  }
+  EXPECT_EQ(hidden.scalar_type(), torch::kBFloat16);  // what the big layer gives under autocast
+  ASSERT_EQ(out.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::equal(out, torch::nn::functional::linear(hidden.to(torch::kFloat), w_small, b_small)));
+  out.sum().backward();
+  for (const auto& p : model->parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().scalar_type(), torch::kFloat);
+    EXPECT_GT(p.grad().abs().sum().item<double>(), 0.0);
+  }
+  EXPECT_FALSE(train::cpu_autocast_bf16());  // the guard restored autocast's state
+
+  // 4096 rows: the same layer is large enough to run in bf16.
+  train::AutocastGuard autocast(train::Precision::kBf16, c10::Device(c10::kCPU));
+  EXPECT_EQ(model->forward(torch::randn({4096, 256})).scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(train::cpu_autocast_bf16());
 }
 
 TEST(SequentialModel, ForwardFailureNamesTheLayer) {
