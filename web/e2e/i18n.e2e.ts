@@ -76,8 +76,12 @@ test('the light theme after a run (screenshots for contrast)', async ({ page }) 
   // Close-ups: a trained node with its progress line, and the chart with its legend.
   await page.getByTestId('node-train').screenshot({ path: 'e2e-results/i18n-03a-light-node.png' });
   await page.locator('.bottom-panel').screenshot({ path: 'e2e-results/i18n-03b-light-bottom.png' });
+  const drawn = Number(await page.getByTestId('loss-chart').getAttribute('data-drawn'));
+  expect(drawn).toBeGreaterThan(0);
   await chooseLanguage(page, 'zh-TW');
   await expect(page.getByTestId('run')).toContainText('執行');
+  // The chart is made again with Chinese labels, and its values drawn again on it (it once stayed empty).
+  await expect(page.getByTestId('loss-chart')).toHaveAttribute('data-drawn', String(drawn));
   await shot(page, 'i18n-04-light-after-run-zh');
 });
 });

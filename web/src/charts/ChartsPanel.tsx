@@ -64,6 +64,7 @@ function Plot({ kind, columns, onDrawn }: { kind: ChartKind; columns: ChartColum
     };
     const u = new UPlot(plotOptions(kind, width, height, colors, log), [[], ...plotOptionsSeriesEmpty(kind)], el);
     plot.current = u;
+    onDrawn(0); // nothing drawn on it yet (the effect below draws)
     const ro = new ResizeObserver(() => u.setSize(size()));
     ro.observe(el);
     return () => {
@@ -71,7 +72,7 @@ function Plot({ kind, columns, onDrawn }: { kind: ChartKind; columns: ChartColum
       u.destroy();
       plot.current = null;
     };
-  }, [UPlot, theme, kind, log, locale]);
+  }, [UPlot, theme, kind, log, locale, onDrawn]);
 
   // Long series are thinned to the plot's width in pixels before drawing (a
   // lowest and a highest value per pixel column: the same line, a fraction of
@@ -85,7 +86,7 @@ function Plot({ kind, columns, onDrawn }: { kind: ChartKind; columns: ChartColum
     if (wantLog !== log) return setLog(wantLog);
     u.setData(thin.data as uPlotType.AlignedData);
     onDrawn(thin.values);
-  }, [columns, UPlot, theme, onDrawn, kind, log]);
+  }, [columns, UPlot, theme, onDrawn, kind, log, locale]); // a remade plot (theme, language) starts empty
 
   return <div className="uplot-host" ref={host} />;
 }
