@@ -7,9 +7,11 @@
 // Links only LibTorch, so nothing of Codefy's can help or hurt it, except
 // with `--tuned`: then it does what Codefy's TrainingLoop does for speed
 // beyond the textbook loop (Codefy's single-pass Adam, src/train/fused_optim.cpp
-// compiled in; channels-last pooling; one autocast weight cache per
+// compiled in; channels-last pooling through Codefy's single-pass max pooling,
+// src/model/window_pool.cpp; one autocast weight cache per
 // accumulation window), so that the difference left to Codefy is the node
 // engine's own cost.
+#include "model/window_pool.h"
 #include "train/fused_optim.h"
 
 #include <ATen/autocast_mode.h>
@@ -56,9 +58,18 @@ torch::nn::Sequential make_model(const std::string& name, bool tuned) {
     return m;
   }
   if (name == "cnn") {
-    nn::Sequential m(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::Functional(layout), nn::ReLU(),
-                     nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(),
-                     nn::MaxPool2d(2), nn::Flatten());
+    // Tuned: Codefy's single-pass max pooling over the channels-last activations.
+    const auto pool = [tuned] {
+      if (!tuned) return nn::AnyModule(nn::MaxPool2d(2));
+      return nn::AnyModule(
+          nn::Functional([](const torch::Tensor& x) { return codefy::model::window_max_pool2d(x, 2); }));
+    };
+    nn::Sequential m(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::Functional(layout), nn::ReLU());
+    m->push_back(pool());
+    m->push_back(nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)));
+    m->push_back(nn::ReLU());
+    m->push_back(pool());
+    m->push_back(nn::Flatten());
     m->push_back(output(32 * 7 * 7, 10));
     return m;
   }
@@ -102,7 +113,7 @@ int main(int argc, char** argv) {
   app.add_flag("--grad-norm", log_grad_norm,
                "also read the gradient norm at every update, the idiomatic LibTorch way (clip_grad_norm_)");
   app.add_flag("--tuned", tuned,
-               "do what Codefy does beyond the textbook loop: single-pass Adam, channels-last pooling, "
+               "do what Codefy does beyond the textbook loop: single-pass Adam, channels-last single-pass pooling, "
                "one autocast cache per accumulation window, the small output Linear in fp32 under bf16");
   app.add_flag("--gemm", gemm, "measure GEMM GFLOP/s (fp32 and bf16) instead");
   CLI11_PARSE(app, argc, argv);

@@ -3,6 +3,7 @@
 #include "model/layer_table.h"
 
 #include "model/modules.h"
+#include "model/window_pool.h"
 #include "util/parse.h"
 
 #include <torch/torch.h>
@@ -98,7 +99,16 @@ BuiltLayer build_max_pool2d(const LayerParams& p) {
       .padding(p.ints_or<2>("padding", 0, 0))
       .dilation(p.ints_or<2>("dilation", 1, 1))
       .ceil_mode(p.boolean_or("ceil_mode", false));
-  return wrap(torch::nn::MaxPool2d(o));
+  torch::nn::MaxPool2d pool(o);
+  if (!window_max_pool_options(o)) return wrap(pool);
+  // Non-overlapping windows over a channels-last CPU input (what
+  // SequentialModel gives a pooling layer) take the single-pass loops.
+  auto impl = pool.ptr();
+  const int64_t k = (*o.kernel_size())[0];
+  const bool ceil_mode = o.ceil_mode();
+  return {impl, [impl, k, ceil_mode](const Tensor& x) {
+            return window_max_pool_input(x, k, ceil_mode) ? window_max_pool2d(x, k) : impl->forward(x);
+          }};
 }
 
 BuiltLayer build_avg_pool2d(const LayerParams& p) {
@@ -230,9 +240,12 @@ BuiltLayer build_permute(const LayerParams& p) {
     std::string part;
     while (std::getline(in, part, ',')) {
       const size_t first = part.find_first_not_of(" \t"), last = part.find_last_not_of(" \t");
-      const auto d = first == std::string::npos ? std::nullopt
-                                                : util::parse_int(std::string_view(part).substr(first, last + 1 - first));
-      if (!d) p.fail("dims", "expected whole numbers separated by commas, such as \"0,2,1\", got \"" + v->get<std::string>() + "\"");
+      const auto d = first == std::string::npos
+                         ? std::nullopt
+                         : util::parse_int(std::string_view(part).substr(first, last + 1 - first));
+      if (!d)
+        p.fail("dims",
+               "expected whole numbers separated by commas, such as \"0,2,1\", got \"" + v->get<std::string>() + "\"");
       dims.push_back(*d);
     }
   } else {
