@@ -78,6 +78,15 @@ test('the light theme after a run (screenshots for contrast)', async ({ page }) 
   await page.locator('.bottom-panel').screenshot({ path: 'e2e-results/i18n-03b-light-bottom.png' });
   const drawn = Number(await page.getByTestId('loss-chart').getAttribute('data-drawn'));
   expect(drawn).toBeGreaterThan(0);
+  // The legend lists the series with values, and only those (a 4-epoch run may have no per-update losses).
+  const plot = page.getByTestId('loss-chart').locator('.uplot-host');
+  const series = (await plot.getAttribute('data-series'))!;
+  expect(series).toMatch(/^[01]{3}$/);
+  const rows = plot.locator('.u-legend .u-series');
+  await expect(rows.filter({ visible: true })).toHaveCount(series.replaceAll('0', '').length);
+  for (const [i, label] of ['training loss', 'epoch loss', 'validation loss'].entries())
+    if (series[i] === '1') await expect(rows.filter({ hasText: label })).toBeVisible();
+    else await expect(rows.filter({ hasText: label })).toBeHidden();
   await chooseLanguage(page, 'zh-TW');
   await expect(page.getByTestId('run')).toContainText('執行');
   // The chart is made again with Chinese labels, and its values drawn again on it (it once stayed empty).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ProgressEvent, ServerMessage } from '../src/api/types';
-import { chartColumns, decimate, fitLogRange, fitRange, latest, tickLabel, wantsLogScale } from '../src/charts/chartData';
+import { chartColumns, decimate, fewerThanTwo, fitLogRange, fitRange, latest, seriesWithValues, tickLabel, wantsLogScale } from '../src/charts/chartData';
 import { append, emptyColumn, toArray, values } from '../src/charts/column';
 import { plotOptions } from '../src/charts/plotOptions';
 import { formatBytes } from '../src/charts/RunFacts';
@@ -182,7 +182,9 @@ describe('plot options', () => {
   it('the per-update loss is a solid line across the epoch rows; epoch and validation points are marked', () => {
     const s = plotOptions('loss', 600, 160, colors).series;
     expect(s.map((x) => x.label)).toEqual(['step', 'training loss', 'epoch loss', 'validation loss']);
-    expect(s[1]).toMatchObject({ spanGaps: true, points: { show: false } });
+    expect(s[1]).toMatchObject({ spanGaps: true });
+    // Points only while the per-update series is too short for a line (tested below).
+    expect(typeof s[1]!.points!.show).toBe('function');
     expect(s[1]!.width).toBeGreaterThanOrEqual(1);
     expect(s[2]!.points).toMatchObject({ show: true });
     expect(s[3]!.points).toMatchObject({ show: true });
@@ -195,6 +197,9 @@ describe('log scale for a loss that falls a long way', () => {
     expect(wantsLogScale('loss', [[1, 2, 3], [1.4, null, 0.01], [null, 0.02, null]])).toBe(true); // 140×
     expect(wantsLogScale('loss', [[1, 2], [-1, 5]])).toBe(false); // a negative value (NLLLoss on logits)
     expect(wantsLogScale('gradNorm', [[1, 2], [0.01, 10]])).toBe(false);
+    // A short run without per-update losses: that series has no values and no legend entry.
+    expect(seriesWithValues([[1, 2], [null, null], [0.5, 0.2], [0.6, null]])).toEqual([false, true, true]);
+    expect(seriesWithValues([[], [], [], []])).toEqual([false, false, false]);
     const [lo, hi] = fitLogRange(0.01, 1.4);
     expect(lo).toBeLessThan(0.01);
     expect(lo).toBeGreaterThan(0.005);
@@ -206,5 +211,21 @@ describe('log scale for a loss that falls a long way', () => {
     const axis = plotOptions('loss', 600, 160, { axis: '', grid: '', train: '', epoch: '', val: '' }, true).axes![1]!;
     const values = axis.values as (u: unknown, splits: (number | null)[]) => string[];
     expect(values(null, [0.01, null, 0.1, null, 1])).toEqual(['0.01', '', '0.1', '', '1']);
+    // Only powers of ten: not the range's lower end that uPlot also labels.
+    expect(values(null, [0.0148, null, 0.1, null, 1])).toEqual(['', '', '0.1', '', '1']);
+    // A linear axis labels every split it gets.
+    const linear = plotOptions('loss', 600, 160, { axis: '', grid: '', train: '', epoch: '', val: '' }, false).axes![1]!;
+    expect((linear.values as typeof values)(null, [0.0148, 0.02])).toEqual(['0.0148', '0.02']);
+  });
+
+  it('draws the per-update loss as points while it has fewer than two values', () => {
+    expect(fewerThanTwo([null, 0.5, null], 0, 2)).toBe(true);
+    expect(fewerThanTwo([null, 0.5, null, 0.4], 0, 3)).toBe(false);
+    expect(fewerThanTwo([0.3, 0.5, null, 0.4], 2, 3)).toBe(true); // only the rows in view count
+    expect(fewerThanTwo([], 0, -1)).toBe(true);
+    const series = plotOptions('loss', 600, 160, { axis: '', grid: '', train: '', epoch: '', val: '' }).series[1]!;
+    const show = series.points!.show as (u: unknown, si: number, i0: number, i1: number) => boolean;
+    expect(show({ data: [[1, 2, 3], [null, 0.5, null]] }, 1, 0, 2)).toBe(true);
+    expect(show({ data: [[1, 2, 3], [0.7, 0.5, null]] }, 1, 0, 2)).toBe(false);
   });
 });

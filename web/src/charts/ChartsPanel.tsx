@@ -2,7 +2,17 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import type uPlotType from 'uplot';
 import { t, useLocale, type MessageKey } from '../i18n';
 import { useEditor } from '../store/editorStore';
-import { CHART_KINDS, chartColumns, decimate, latest, tickLabel, wantsLogScale, type ChartColumns, type ChartKind } from './chartData';
+import {
+  CHART_KINDS,
+  chartColumns,
+  decimate,
+  latest,
+  seriesWithValues,
+  tickLabel,
+  wantsLogScale,
+  type ChartColumns,
+  type ChartKind,
+} from './chartData';
 import { plotOptions } from './plotOptions';
 import { RunFacts } from './RunFacts';
 
@@ -85,6 +95,14 @@ function Plot({ kind, columns, onDrawn }: { kind: ChartKind; columns: ChartColum
     const wantLog = wantsLogScale(kind, thin.data);
     if (wantLog !== log) return setLog(wantLog);
     u.setData(thin.data as uPlotType.AlignedData);
+    // A series with no values yet (a short run's per-update losses) keeps out of the legend.
+    const shown = seriesWithValues(thin.data);
+    const rows = u.root.querySelectorAll<HTMLElement>('.u-legend .u-series');
+    const first = rows.length - shown.length; // uPlot lists x in its legend only when the legend is live
+    rows.forEach((row, i) => {
+      if (i >= first) row.style.display = shown[i - first] ? '' : 'none';
+    });
+    if (host.current) host.current.dataset.series = shown.map((s) => (s ? '1' : '0')).join(''); // for the browser tests
     onDrawn(thin.values);
   }, [columns, UPlot, theme, onDrawn, kind, log, locale]); // a remade plot (theme, language) starts empty
 

@@ -71,6 +71,25 @@ export function wantsLogScale(kind: ChartKind, data: ChartColumns['data']): bool
   return min > 0 && max / min >= 20;
 }
 
+/** Per series (x excluded): whether it holds a value (an empty one keeps out of the legend). */
+export function seriesWithValues(data: ChartColumns['data']): boolean[] {
+  return data.slice(1).map((col) => col.some((v) => v !== null && v !== undefined));
+}
+
+/** Whether a column holds fewer than two values in rows [i0, i1]: a line needs two, so its points are drawn. */
+export function fewerThanTwo(col: ArrayLike<number | null | undefined> | undefined, i0: number, i1: number): boolean {
+  let n = 0;
+  for (let i = Math.max(0, i0); i <= i1 && col && i < col.length; i++) if (col[i] !== null && col[i] !== undefined && ++n >= 2) return false;
+  return true;
+}
+
+/** Whether a log axis labels `v`: powers of ten only (uPlot also labels the range's lower end, 0.0148 and the like). */
+export function isDecade(v: number): boolean {
+  if (!(v > 0)) return false;
+  const e = Math.log10(v);
+  return Math.abs(e - Math.round(e)) < 1e-6;
+}
+
 /** An axis tick: short, with an exponent for very small or large numbers (learning rates). */
 export function tickLabel(v: number): string {
   if (v === 0) return '0';

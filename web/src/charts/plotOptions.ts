@@ -3,7 +3,7 @@
 // so the first screen does not load uPlot.
 import type uPlot from 'uplot';
 import { t } from '../i18n';
-import { fitLogRange, fitRange, tickLabel, type ChartKind } from './chartData';
+import { fewerThanTwo, fitLogRange, fitRange, isDecade, tickLabel, type ChartKind } from './chartData';
 
 export interface PlotColors {
   axis: string;
@@ -28,7 +28,8 @@ export function plotOptions(kind: ChartKind, width: number, height: number, c: P
     ...axisStyle,
     size: log ? 62 : 52,
     // A log axis leaves some splits unlabelled (null).
-    values: (_u, splits) => (kind === 'accuracy' ? percent(splits) : splits.map((v) => (v === null || v === undefined ? '' : tickLabel(v)))),
+    values: (_u, splits) =>
+      kind === 'accuracy' ? percent(splits) : splits.map((v) => (v === null || v === undefined || (log && !isDecade(v)) ? '' : tickLabel(v))),
   };
   const limits = kind === 'accuracy' ? ([0, 1] as const) : undefined;
   const line = (label: string, stroke: string, extra: Partial<uPlot.Series> = {}): uPlot.Series => ({
@@ -44,7 +45,8 @@ export function plotOptions(kind: ChartKind, width: number, height: number, c: P
       ? [
           { label: t('chart.step') },
           // Per update: thin, but a solid line across the epoch rows between updates.
-          line(t('chart.trainLoss'), c.train, { width: 1.25 }),
+          // Its points show while it has fewer than two values (a short run's single update is no line).
+          line(t('chart.trainLoss'), c.train, { width: 1.25, points: { show: (u, si, i0, i1) => fewerThanTwo(u.data[si], i0, i1), size: 6 } }),
           line(t('chart.epochLoss'), c.epoch, { width: 2, points: { show: true, size: 6 } }),
           line(t('chart.valLoss'), c.val, { width: 2, dash: [6, 4], points: { show: true, size: 6 } }),
         ]
