@@ -9,9 +9,12 @@
 // beyond the textbook loop (Codefy's single-pass Adam, src/train/fused_optim.cpp
 // compiled in; channels-last pooling through Codefy's single-pass max pooling,
 // src/model/window_pool.cpp; one autocast weight cache per
-// accumulation window), so that the difference left to Codefy is the node
+// accumulation window; the MLP's hidden Linears under bf16 on weight copies
+// the optimizer keeps, src/model/bf16_linear.cpp), so that the difference left to Codefy is the node
 // engine's own cost.
+#include "model/bf16_linear.h"
 #include "model/window_pool.h"
+#include "train/bf16_mirrors.h"
 #include "train/fused_optim.h"
 
 #include <ATen/autocast_mode.h>
@@ -45,7 +48,22 @@ struct Fp32LinearImpl : torch::nn::Module {
 };
 TORCH_MODULE(Fp32Linear);
 
-torch::nn::Sequential make_model(const std::string& name, bool tuned) {
+/// A Linear that under CPU bf16 autocast reads its weight's bf16 copy kept
+/// in `mirrors` (and written by the single-pass optimizer's update), as
+/// Codefy's SequentialModel runs its larger Linears.
+struct Bf16CopyLinearImpl : torch::nn::Module {
+  Bf16CopyLinearImpl(int64_t in, int64_t out, codefy::train::Bf16Mirrors* mirrors)
+      : linear(register_module("linear", torch::nn::Linear(in, out))), mirrors(mirrors) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    if (!at::autocast::is_cpu_enabled() || at::autocast::get_autocast_cpu_dtype() != at::kBFloat16) return linear(x);
+    return codefy::model::bf16_linear(x, linear->weight, linear->bias, mirrors->of(linear->weight));
+  }
+  torch::nn::Linear linear;
+  codefy::train::Bf16Mirrors* mirrors;
+};
+TORCH_MODULE(Bf16CopyLinear);
+
+torch::nn::Sequential make_model(const std::string& name, bool tuned, codefy::train::Bf16Mirrors* mirrors) {
   namespace nn = torch::nn;
   const auto layout = [tuned](torch::Tensor x) { return tuned ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x; };
   const auto output = [tuned](int64_t in, int64_t out) {
@@ -53,7 +71,14 @@ torch::nn::Sequential make_model(const std::string& name, bool tuned) {
   };
   if (name == "tiny") return nn::Sequential(nn::Linear(32, 64), nn::ReLU(), nn::Linear(64, 10));
   if (name == "mlp") {
-    nn::Sequential m(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU());
+    const auto hidden = [&](int64_t in, int64_t out) {
+      return tuned ? nn::AnyModule(Bf16CopyLinear(in, out, mirrors)) : nn::AnyModule(nn::Linear(in, out));
+    };
+    nn::Sequential m;
+    m->push_back(hidden(784, 256));
+    m->push_back(nn::ReLU());
+    m->push_back(hidden(256, 256));
+    m->push_back(nn::ReLU());
     m->push_back(output(256, 10));
     return m;
   }
@@ -114,7 +139,8 @@ int main(int argc, char** argv) {
                "also read the gradient norm at every update, the idiomatic LibTorch way (clip_grad_norm_)");
   app.add_flag("--tuned", tuned,
                "do what Codefy does beyond the textbook loop: single-pass Adam, channels-last single-pass pooling, "
-               "one autocast cache per accumulation window, the small output Linear in fp32 under bf16");
+               "one autocast cache per accumulation window, the small output Linear in fp32 under bf16, "
+               "the larger Linears on bf16 weight copies the optimizer keeps");
   app.add_flag("--gemm", gemm, "measure GEMM GFLOP/s (fp32 and bf16) instead");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) torch::set_num_threads(threads);
@@ -128,12 +154,15 @@ int main(int argc, char** argv) {
   }
 
   torch::manual_seed(0);
-  auto model = make_model(model_name, tuned);
+  codefy::train::Bf16Mirrors mirrors;
+  auto model = make_model(model_name, tuned, &mirrors);
   const auto adam = torch::optim::AdamOptions(1e-3);
   std::unique_ptr<torch::optim::Optimizer> optimizer_ptr;
-  if (tuned)
-    optimizer_ptr = std::make_unique<codefy::train::FusedAdam>(model->parameters(), adam);
-  else
+  if (tuned) {
+    auto fused = std::make_unique<codefy::train::FusedAdam>(model->parameters(), adam);
+    fused->write_bf16_mirrors(&mirrors);
+    optimizer_ptr = std::move(fused);
+  } else
     optimizer_ptr = std::make_unique<torch::optim::Adam>(model->parameters(), adam);
   torch::optim::Optimizer& optimizer = *optimizer_ptr;
   const torch::Tensor inputs = torch::randn(input_shape(model_name, samples));

@@ -1,6 +1,7 @@
 // GraphModel's forward pass and description.
 #include "model/graph_model.h"
 
+#include "model/bf16_linear.h"
 #include "model/layer_spec_error.h"
 #include "train/precision.h"
 
@@ -34,6 +35,14 @@ bool faster_in_fp32(const Tensor& in, int64_t linear_size) {
   return in.numel() / in.size(-1) * linear_size < kSmallLinear;
 }
 
+/// Whether a Linear on `in` runs on its weight's kept bf16 copy: under CPU
+/// bf16 autocast, with a float32 CPU weight and a float or bf16 input.
+bool reads_bf16_copy(const Tensor& in, const Tensor& weight) {
+  return in.device().is_cpu() && (in.scalar_type() == torch::kFloat || in.scalar_type() == torch::kBFloat16) &&
+         weight.device().is_cpu() && weight.scalar_type() == torch::kFloat && weight.dim() == 2 && in.dim() >= 1 &&
+         in.size(-1) == weight.size(1) && train::cpu_autocast_bf16();
+}
+
 }  // namespace
 
 GraphModel::GraphModel(const std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>>& modules,
@@ -60,6 +69,9 @@ Tensor GraphModel::forward(const Tensor& x) {
         } else if (step.linear_size > 0 && faster_in_fp32(in, step.linear_size)) {
           train::CpuAutocastOff fp32;
           values[step.slot] = step.layer(in.to(torch::kFloat));
+        } else if (step.linear && reads_bf16_copy(in, step.linear->weight)) {
+          const auto& l = *step.linear;
+          values[step.slot] = bf16_linear(in, l.weight, l.bias, mirrors_.of(l.weight));
         } else {
           values[step.slot] = step.layer(in);
         }

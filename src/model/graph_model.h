@@ -2,9 +2,11 @@
 #pragma once
 
 #include "model/layer_table.h"
+#include "train/bf16_mirrors.h"
 #include "train/model.h"
 
 #include <torch/nn/modules/container/moduledict.h>
+#include <torch/nn/modules/linear.h>
 
 #include <cstddef>
 #include <memory>
@@ -29,6 +31,9 @@ struct Step {
   /// A Linear's in_features × out_features (0 for other steps): under CPU
   /// bf16 autocast a Linear this small for its batch runs in fp32 instead.
   int64_t linear_size = 0;
+  /// The Linear itself (null for other steps): a larger one under CPU bf16
+  /// autocast reads its weight's bf16 copy (model/bf16_linear.h).
+  std::shared_ptr<torch::nn::LinearImpl> linear = nullptr;
 };
 
 /// A model over a layer DAG: the input goes into one slot, each step reads
@@ -46,11 +51,14 @@ class GraphModel : public train::Model {
   torch::Tensor forward(const torch::Tensor& x) override;
   /// `<id>: <description>`, one line per step, in evaluation order.
   std::string describe() const override;
+  /// The bf16 copies of its Linear weights that CPU bf16 autocast reads.
+  train::Bf16Mirrors* bf16_mirrors() override { return &mirrors_; }
 
  private:
   torch::nn::ModuleDict layers_{nullptr};
   std::vector<Step> steps_;
   size_t slots_, input_slot_, output_slot_;
+  train::Bf16Mirrors mirrors_;
 };
 
 }  // namespace codefy::model

@@ -31,8 +31,10 @@ train::ModelPtr build_sequential_model(const nlohmann::json& spec) {
     BuiltNode& b = built[i];
     Step step{node.id, node.type, i, wiring.inputs[i], std::move(b.layer), std::move(b.merge), b.description};
     step.channels_last = node.type == "Conv2d" || node.type == "MaxPool2d" || node.type == "AvgPool2d";
-    if (const auto* linear = dynamic_cast<const torch::nn::LinearImpl*>(b.module.get()))
+    if (auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(b.module)) {
       step.linear_size = linear->weight.numel();
+      step.linear = std::move(linear);
+    }
     if (step.merge) {
       std::vector<std::string> sources;
       for (size_t s : step.inputs) sources.push_back(graph.nodes[s].id);

@@ -53,4 +53,12 @@ struct SgdScalars {
 ///   param += neg_lr * d
 void sgd_momentum(float* param, const float* grad, float* buf, std::int64_t n, const SgdScalars& s);
 
+/// dst[i] = src[i] rounded to bfloat16 (bit patterns), as LibTorch rounds:
+/// to nearest, ties to even; a NaN becomes the quiet NaN 0x7fc0.
+void to_bf16(const float* src, std::uint16_t* dst, std::int64_t n);
+
+/// acc[i] += src[i], src in bfloat16 bit patterns: a bfloat16 gradient
+/// added into a float one in one pass (the cast and the add, fused).
+void add_bf16(float* acc, const std::uint16_t* src, std::int64_t n);
+
 }  // namespace codefy::train::fused

@@ -6,7 +6,9 @@
 #include <c10/util/string_utils.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,8 +22,8 @@ namespace {
 constexpr int64_t kElementsPerThread = int64_t{1} << 20;
 
 bool fusable(const torch::Tensor& t, const torch::Tensor& like) {
-  return t.defined() && t.layout() == c10::kStrided && t.device().is_cpu() &&
-         t.scalar_type() == c10::kFloat && t.is_contiguous() && t.numel() == like.numel();
+  return t.defined() && t.layout() == c10::kStrided && t.device().is_cpu() && t.scalar_type() == c10::kFloat &&
+         t.is_contiguous() && t.numel() == like.numel();
 }
 
 // Whether every parameter with a gradient, and the state it already has,
@@ -40,11 +42,27 @@ bool all_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   return true;
 }
 
-// Runs `body(begin, end)` over [0, n), split across threads only for large tensors.
+// Elements per block of an update that also writes the bf16 copy: the
+// block's new values are still in the L1 cache when they are rounded.
+constexpr int64_t kMirrorBlock = 2048;
+
+// Runs `body(begin, end)` over [0, n), split across threads only for large
+// tensors; with a bf16 copy `mirror`, block by block, each followed by
+// writing its values' copy from `param`.
 template <typename Body>
-void for_chunks(int64_t n, const Body& body) {
-  if (n < 2 * kElementsPerThread) body(int64_t{0}, n);
-  else at::parallel_for(0, n, kElementsPerThread, body);
+void for_chunks(int64_t n, const Body& body, const float* param = nullptr, uint16_t* mirror = nullptr) {
+  const auto run = [&](int64_t begin, int64_t end) {
+    if (mirror == nullptr) return body(begin, end);
+    for (int64_t b = begin; b < end; b += kMirrorBlock) {
+      const int64_t e = std::min(end, b + kMirrorBlock);
+      body(b, e);
+      fused::to_bf16(param + b, mirror + b, e - b);
+    }
+  };
+  if (n < 2 * kElementsPerThread)
+    run(int64_t{0}, n);
+  else
+    at::parallel_for(0, n, kElementsPerThread, run);
 }
 
 // In-place writes through raw pointers skip the version counters that
@@ -70,7 +88,7 @@ bool sgd_state_ok(const torch::optim::SGDParamState& s, const torch::Tensor& p) 
 template <typename Options>
 void adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
                ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>& states,
-               bool decoupled) {
+               bool decoupled, Bf16Mirrors* mirrors) {
   for (auto& group : groups) {
     const auto& o = static_cast<const Options&>(group.options());
     for (auto& p : group.params()) {
@@ -97,19 +115,26 @@ void adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
       s.eps = static_cast<float>(o.eps());
       s.neg_step_size = static_cast<float>(-(o.lr() / bias_correction1));
       if (o.weight_decay() != 0) {
-        if (decoupled) s.decay = static_cast<float>(1 - o.lr() * o.weight_decay());
-        else s.l2 = static_cast<float>(o.weight_decay());
+        if (decoupled)
+          s.decay = static_cast<float>(1 - o.lr() * o.weight_decay());
+        else
+          s.l2 = static_cast<float>(o.weight_decay());
       }
       float* param = p.data_ptr<float>();
       const float* grad = p.grad().data_ptr<float>();
       float* exp_avg = state.exp_avg().data_ptr<float>();
       float* exp_avg_sq = state.exp_avg_sq().data_ptr<float>();
-      for_chunks(p.numel(), [&](int64_t begin, int64_t end) {
-        fused::adam(param + begin, grad + begin, exp_avg + begin, exp_avg_sq + begin, end - begin, s);
-      });
+      uint16_t* mirror = mirrors ? mirrors->target(p) : nullptr;
+      for_chunks(
+          p.numel(),
+          [&](int64_t begin, int64_t end) {
+            fused::adam(param + begin, grad + begin, exp_avg + begin, exp_avg_sq + begin, end - begin, s);
+          },
+          param, mirror);
       mark_written(p);
       mark_written(state.exp_avg());
       mark_written(state.exp_avg_sq());
+      if (mirror) mirrors->written(p);
     }
   }
 }
@@ -129,7 +154,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
   if (!last_step_fused_) return torch::optim::Adam::step(std::move(closure));
   torch::NoGradGuard no_grad;
   torch::Tensor loss = evaluate(closure);
-  adam_step<torch::optim::AdamOptions>(param_groups_, state_, /*decoupled=*/false);
+  adam_step<torch::optim::AdamOptions>(param_groups_, state_, /*decoupled=*/false, mirrors_);
   return loss;
 }
 
@@ -139,7 +164,7 @@ torch::Tensor FusedAdamW::step(LossClosure closure) {
   if (!last_step_fused_) return torch::optim::AdamW::step(std::move(closure));
   torch::NoGradGuard no_grad;
   torch::Tensor loss = evaluate(closure);
-  adam_step<torch::optim::AdamWOptions>(param_groups_, state_, /*decoupled=*/true);
+  adam_step<torch::optim::AdamWOptions>(param_groups_, state_, /*decoupled=*/true, mirrors_);
   return loss;
 }
 
@@ -172,11 +197,16 @@ torch::Tensor FusedSGD::step(LossClosure closure) {
       float* param = p.data_ptr<float>();
       const float* grad = p.grad().data_ptr<float>();
       float* b = buf.data_ptr<float>();
-      for_chunks(p.numel(), [&](int64_t begin, int64_t end) {
-        fused::sgd_momentum(param + begin, grad + begin, b + begin, end - begin, s);
-      });
+      uint16_t* mirror = mirrors_ ? mirrors_->target(p) : nullptr;
+      for_chunks(
+          p.numel(),
+          [&](int64_t begin, int64_t end) {
+            fused::sgd_momentum(param + begin, grad + begin, b + begin, end - begin, s);
+          },
+          param, mirror);
       mark_written(p);
       mark_written(buf);
+      if (mirror) mirrors_->written(p);
     }
   }
   return loss;

@@ -8,8 +8,12 @@
 // serialization, and the same results up to the last bit of rounding. The
 // single pass covers dense, contiguous float32 CPU tensors; anything else
 // (CUDA, other dtypes, amsgrad, SGD without momentum, whose step is already
-// one operation) runs LibTorch's own step().
+// one operation) runs LibTorch's own step(). Given the model's bf16 weight
+// copies (write_bf16_mirrors), the single pass also writes each updated
+// parameter's copy, block by block while the block is in cache.
 #pragma once
+
+#include "train/bf16_mirrors.h"
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
@@ -17,7 +21,7 @@
 
 namespace codefy::train {
 
-class FusedAdam : public torch::optim::Adam {
+class FusedAdam : public torch::optim::Adam, public WritesBf16Mirrors {
  public:
   using torch::optim::Adam::Adam;
   torch::Tensor step(LossClosure closure = nullptr) override;
@@ -28,7 +32,7 @@ class FusedAdam : public torch::optim::Adam {
   bool last_step_fused_ = false;
 };
 
-class FusedAdamW : public torch::optim::AdamW {
+class FusedAdamW : public torch::optim::AdamW, public WritesBf16Mirrors {
  public:
   using torch::optim::AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
@@ -39,7 +43,7 @@ class FusedAdamW : public torch::optim::AdamW {
   bool last_step_fused_ = false;
 };
 
-class FusedSGD : public torch::optim::SGD {
+class FusedSGD : public torch::optim::SGD, public WritesBf16Mirrors {
  public:
   using torch::optim::SGD::SGD;
   torch::Tensor step(LossClosure closure = nullptr) override;

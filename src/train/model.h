@@ -9,6 +9,8 @@
 
 namespace codefy::train {
 
+class Bf16Mirrors;
+
 /// A trainable model: a LibTorch module with one tensor in and one tensor out.
 /// Every node that makes a model (SequentialModel, ModelLoader...) returns one.
 class Model : public torch::nn::Module {
@@ -18,6 +20,9 @@ class Model : public torch::nn::Module {
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
   /// One line per layer, for Print and error messages.
   virtual std::string describe() const { return name(); }
+  /// The bf16 copies of weights its forward reads under CPU bf16 autocast,
+  /// for the optimizer to keep current; nullptr when it keeps none.
+  virtual Bf16Mirrors* bf16_mirrors() { return nullptr; }
 };
 
 using ModelPtr = std::shared_ptr<Model>;

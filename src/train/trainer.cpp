@@ -2,6 +2,7 @@
 
 #include "train/accumulation.h"
 #include "train/augment.h"
+#include "train/bf16_mirrors.h"
 #include "train/grad_buffer.h"
 #include "train/micro_batch.h"
 #include "train/prefetch.h"
@@ -310,8 +311,28 @@ void TrainingRun::prepare() {
   emit({{"event", "config"}, {"config", config}});
 }
 
+/// For the length of a run in CPU bf16, the optimizer writes the model's
+/// bf16 weight copies in its update pass (else the model casts them again
+/// at the next forward).
+class MirrorsKept {
+ public:
+  MirrorsKept(Model& model, torch::optim::Optimizer& optimizer, bool cpu_bf16)
+      : writer_(cpu_bf16 ? dynamic_cast<WritesBf16Mirrors*>(&optimizer) : nullptr) {
+    if (writer_) writer_->write_bf16_mirrors(model.bf16_mirrors());
+  }
+  ~MirrorsKept() {
+    if (writer_) writer_->write_bf16_mirrors(nullptr);
+  }
+  MirrorsKept(const MirrorsKept&) = delete;
+  MirrorsKept& operator=(const MirrorsKept&) = delete;
+
+ private:
+  WritesBf16Mirrors* writer_;
+};
+
 TrainResult TrainingRun::run() {
   prepare();
+  const MirrorsKept mirrors(model_, *optimizer_.optimizer, precision_.used == Precision::kBf16 && device_.is_cpu());
   t_start_ = Clock::now();
   last_progress_ = Clock::now() - std::chrono::hours(1);
   grads_.zero();

@@ -3,6 +3,7 @@
 // parameters and state after many steps (to float rounding), the same
 // fallbacks, and state LibTorch's classes can load and continue from.
 #include "train/fused_optim.h"
+#include "train/fused_kernels.h"
 
 #include <gtest/gtest.h>
 #include <torch/serialize.h>
@@ -95,7 +96,7 @@ constexpr double kRtol = 1e-5, kAtol = 1e-6;
 
 TEST(FusedOptim, AdamMatchesLibTorchAdam) {
   expect_close(run_both<FusedAdam, torch::optim::Adam>(torch::optim::AdamOptions(1e-3), 40, torch::kFloat,
-                                                      /*large=*/true),
+                                                       /*large=*/true),
                kRtol, kAtol);
 }
 
@@ -106,26 +107,24 @@ TEST(FusedOptim, AdamWithL2WeightDecayAndOtherBetasMatchesLibTorch) {
 }
 
 TEST(FusedOptim, AdamWDecoupledDecayMatchesLibTorchAdamW) {
-  expect_close(run_both<FusedAdamW, torch::optim::AdamW>(torch::optim::AdamWOptions(1e-3).weight_decay(0.1), 60),
-               kRtol, kAtol);
+  expect_close(run_both<FusedAdamW, torch::optim::AdamW>(torch::optim::AdamWOptions(1e-3).weight_decay(0.1), 60), kRtol,
+               kAtol);
 }
 
 TEST(FusedOptim, AdamWWithoutDecayMatchesLibTorchAdamW) {
-  expect_close(run_both<FusedAdamW, torch::optim::AdamW>(torch::optim::AdamWOptions(1e-3).weight_decay(0), 30),
-               kRtol, kAtol);
+  expect_close(run_both<FusedAdamW, torch::optim::AdamW>(torch::optim::AdamWOptions(1e-3).weight_decay(0), 30), kRtol,
+               kAtol);
 }
 
 TEST(FusedOptim, SgdMomentumVariantsMatchLibTorchSgd) {
   const std::vector<torch::optim::SGDOptions> variants = {
-      torch::optim::SGDOptions(0.01).momentum(0.9),
-      torch::optim::SGDOptions(0.01).momentum(0.9).dampening(0.3),
+      torch::optim::SGDOptions(0.01).momentum(0.9), torch::optim::SGDOptions(0.01).momentum(0.9).dampening(0.3),
       torch::optim::SGDOptions(0.01).momentum(0.9).nesterov(true),
       torch::optim::SGDOptions(0.01).momentum(0.5).weight_decay(1e-2),
       torch::optim::SGDOptions(0.01).momentum(0.9).nesterov(true).weight_decay(1e-3)};
   for (size_t v = 0; v < variants.size(); ++v) {
     SCOPED_TRACE("variant " + std::to_string(v));
-    expect_close(run_both<FusedSGD, torch::optim::SGD>(variants[v], 40, torch::kFloat, /*large=*/v == 0), kRtol,
-                 kAtol);
+    expect_close(run_both<FusedSGD, torch::optim::SGD>(variants[v], 40, torch::kFloat, /*large=*/v == 0), kRtol, kAtol);
   }
 }
 
@@ -136,8 +135,8 @@ TEST(FusedOptim, AmsgradPlainSgdAndOtherDtypesTakeLibTorchsStepExactly) {
   expect_identical(run_both<FusedAdamW, torch::optim::AdamW>(torch::optim::AdamWOptions(1e-3).amsgrad(true), 10));
   expect_identical(run_both<FusedSGD, torch::optim::SGD>(torch::optim::SGDOptions(0.1), 10));
   expect_identical(run_both<FusedAdam, torch::optim::Adam>(torch::optim::AdamOptions(1e-3), 10, torch::kDouble));
-  expect_identical(run_both<FusedSGD, torch::optim::SGD>(torch::optim::SGDOptions(0.1).momentum(0.9), 10,
-                                                         torch::kBFloat16));
+  expect_identical(
+      run_both<FusedSGD, torch::optim::SGD>(torch::optim::SGDOptions(0.1).momentum(0.9), 10, torch::kBFloat16));
 }
 
 TEST(FusedOptim, NonContiguousParameterTakesLibTorchsStep) {
@@ -232,6 +231,28 @@ TEST(FusedOptim, StateRoundTripsThroughLibTorchsSerialization) {
     EXPECT_TRUE(torch::allclose(sa.exp_avg_sq(), sc.exp_avg_sq(), kRtol, 1e-12)) << k;
     EXPECT_TRUE(torch::allclose(a[k], c[k], kRtol, kAtol)) << k;
   }
+}
+
+// The bf16 copies the optimizers write round as LibTorch's .to(kBFloat16):
+// ties to even, infinities kept, NaN to the quiet NaN; and a bf16 gradient
+// adds into a float one as its cast would.
+TEST(FusedKernels, Bf16RoundingAndAddAreLibTorchs) {
+  torch::manual_seed(9);
+  torch::Tensor x = torch::cat({torch::randn({4096}) * 1e3, torch::randn({4096}) * 1e-38,  // denormals too
+                         torch::tensor({0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.0f + 1.0f / 256,
+                                        1.0f + 3.0f / 256, 3.3895314e38f, -3.3895314e38f})});
+  torch::Tensor out = torch::empty({x.numel()}, torch::kBFloat16);
+  fused::to_bf16(x.data_ptr<float>(), reinterpret_cast<uint16_t*>(out.data_ptr<c10::BFloat16>()), x.numel());
+  const torch::Tensor ref = x.to(torch::kBFloat16);
+  const torch::Tensor nan = ref.isnan();
+  EXPECT_TRUE(torch::equal(out.isnan(), nan));
+  EXPECT_TRUE(torch::equal(out.masked_fill(nan, 0).view(torch::kShort), ref.masked_fill(nan, 0).view(torch::kShort)));
+
+  torch::Tensor acc = torch::randn({x.numel()});
+  const torch::Tensor expected = acc + ref.to(torch::kFloat);
+  fused::add_bf16(acc.data_ptr<float>(), reinterpret_cast<uint16_t*>(ref.data_ptr<c10::BFloat16>()), ref.numel());
+  EXPECT_TRUE(torch::equal(acc.isnan(), expected.isnan()));
+  EXPECT_TRUE(torch::equal(acc.nan_to_num(0, 0, 0), expected.nan_to_num(0, 0, 0)));
 }
 
 }  // namespace
