@@ -27,7 +27,7 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
     const int64_t in = weight.size(1), out = weight.size(0);
     const Tensor rows = x.to(torch::kBFloat16).reshape({-1, in});
     const Tensor wt = weight_bf16.t();
-    const Tensor y = bias.defined() ? at::addmm(bias.to(torch::kBFloat16), rows, wt) : at::mm(rows, wt);
+    const Tensor y = bias.numel() > 0 ? at::addmm(bias.to(torch::kBFloat16), rows, wt) : at::mm(rows, wt);
     ctx->save_for_backward({rows});
     ctx->saved_data["weight"] = weight;
     ctx->saved_data["weight_bf16"] = weight_bf16;
@@ -67,7 +67,8 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
 }  // namespace
 
 Tensor bf16_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& weight_bf16) {
-  return Bf16Linear::apply(x, weight, bias, weight_bf16);
+  // LibTorch 1.13's Function::apply reads every input's device: no bias is an empty one.
+  return Bf16Linear::apply(x, weight, bias.defined() ? bias : at::empty({0}, weight.options()), weight_bf16);
 }
 
 }  // namespace codefy::model

@@ -85,6 +85,39 @@ TEST(Bf16Linear, AddsTheWeightGradientIntoTheOneThereInPlace) {
   expect_close_bf16(first, x.sum(0).expand({8, 16}));
 }
 
+TEST(Bf16Linear, WithoutBiasAndWithAFrozenWeight) {
+  torch::manual_seed(7);
+  torch::nn::Linear ref(torch::nn::LinearOptions(32, 16).bias(false)),
+      ours(torch::nn::LinearOptions(32, 16).bias(false));
+  {
+    torch::NoGradGuard no_grad;
+    ours->weight.copy_(ref->weight);
+  }
+  const Tensor x = torch::randn({8, 32});
+  Tensor y_ref, y_ours;
+  {
+    train::AutocastGuard autocast(train::Precision::kBf16, kCpu);
+    y_ref = ref->forward(x);
+    y_ours = bf16_linear(x, ours->weight, Tensor(), ours->weight.to(torch::kBFloat16));
+  }
+  EXPECT_TRUE(torch::equal(y_ours, y_ref));
+  y_ours.sum().backward();
+  y_ref.sum().backward();
+  expect_close_bf16(ours->weight.grad(), ref->weight.grad());
+
+  // A frozen weight gets no gradient; the input still does.
+  ours->weight.requires_grad_(false);
+  const Tensor xg = x.clone().requires_grad_(true);
+  const Tensor before = ours->weight.grad().clone();
+  {
+    train::AutocastGuard autocast(train::Precision::kBf16, kCpu);
+    y_ours = bf16_linear(xg, ours->weight, Tensor(), ours->weight.to(torch::kBFloat16));
+  }
+  y_ours.sum().backward();
+  EXPECT_TRUE(xg.grad().defined());
+  EXPECT_TRUE(torch::equal(ours->weight.grad(), before));  // nothing added
+}
+
 std::shared_ptr<train::Model> mlp() {
   return build_sequential_model(Spec()
                                     .layer("l1", "Linear", {{"in_features", 128}, {"out_features", 256}})
@@ -95,7 +128,6 @@ std::shared_ptr<train::Model> mlp() {
                                     .chain({"l1", "r1", "l2", "r2", "l3"})
                                     .build());
 }
-
 
 TEST(Bf16Linear, SequentialModelKeepsCopiesAndCastsThemAgainWhenAWeightChanges) {
   torch::manual_seed(3);
