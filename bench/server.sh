@@ -3,7 +3,7 @@
 # under wrk (Debian) on loopback, with the server idle and while it trains the
 # Fashion-MNIST example, for runs computing at the server's own priority
 # (--run-niceness 0) and at the default nice 10, side by side in one run; and
-# how long 150 updates of that training take with and without wrk loading
+# how long 400 updates of that training take with and without wrk loading
 # /api/health, at both priorities.
 # Usage: bench/server.sh [seconds per measurement, default 10]
 set -euo pipefail
@@ -25,14 +25,20 @@ start_server() {  # niceness
   echo "the server did not start" >&2; exit 1
 }
 
+# Three wrk runs per route, back to back: the median requests/s and p99
+# with the range over the three (this VM's latency wanders between runs).
 measure() {  # label
   for route in /api/health /api/nodes; do
-    wrk -t2 -c32 -d"${secs}s" --latency "$base$route" | python3 -c '
-import re, sys
-t = sys.stdin.read()
-rps = re.search(r"Requests/sec:\s+([0-9.]+)", t).group(1)
-p99 = re.search(r"99%\s+([0-9.]+\w+)", t).group(1)
-print("| %s | %s | %s | %s |" % (sys.argv[1], sys.argv[2], rps, p99))' "$1" "$route"
+    for _ in 1 2 3; do wrk -t2 -c32 -d"${secs}s" --latency "$base$route"; echo "----"; done | python3 -c '
+import re, statistics, sys
+runs = [t for t in sys.stdin.read().split("----") if "Requests/sec" in t]
+def ms(v):
+    n, unit = float(re.match(r"([0-9.]+)", v).group(1)), re.sub(r"[0-9.]", "", v)
+    return n * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+rps = [float(re.search(r"Requests/sec:\s+([0-9.]+)", t).group(1)) for t in runs]
+p99 = [ms(re.search(r"99%\s+([0-9.]+\w+)", t).group(1)) for t in runs]
+print("| %s | %s | %.0f (%.0f-%.0f) | %.2fms (%.2f-%.2f) |" % (sys.argv[1], sys.argv[2], statistics.median(rps),
+      min(rps), max(rps), statistics.median(p99), min(p99), max(p99)))' "$1" "$route"
   done
 }
 
@@ -66,7 +72,7 @@ time.sleep(5)  # past data loading, into the epochs
 PY
 }
 
-echo "| server | route | requests/s | p99 latency |"
+echo "| server | route | requests/s (range of 3) | p99 latency (range of 3) |"
 echo "| --- | --- | --- | --- |"
 for nice in 0 10; do
   start_server $nice
@@ -92,19 +98,28 @@ PY
 }
 
 echo
-echo "| runs at | 150 updates, quiet server | with an editor's load (50 req/s) | ratio | with wrk on /api/health | ratio |"
+echo "| runs at | 400 updates, quiet server | with an editor's load (50 req/s) | ratio (range of 3) | with wrk on /api/health | ratio |"
 echo "| --- | --- | --- | --- | --- | --- |"
 for nice in 0 10; do
   start_server $nice
-  train 150 >/dev/null  # warm: the data set read once
-  quiet=$(train 150)
-  editor_load
-  editor=$(train 150)
-  kill $load; wait $load 2>/dev/null || true
+  train 400 >/dev/null  # warm: the data set read once
+  quiet=() editor=()
+  for _ in 1 2 3; do  # alternating, so a slow minute hits both
+    quiet+=("$(train 400)")
+    editor_load
+    editor+=("$(train 400)")
+    kill $load; wait $load 2>/dev/null || true
+  done
   wrk -t2 -c32 -d600s "$base/api/health" >/dev/null 2>&1 &
   load=$!
-  loaded=$(train 150)
+  loaded=$(train 400)
   kill $load; wait $load 2>/dev/null || true
   stop_server
-  python3 -c "import sys; n, q, e, l = sys.argv[1], *map(float, sys.argv[2:]); print('| nice %s | %.2f s | %.2f s | %.3fx | %.2f s | %.2fx |' % (n, q, e, e / q, l, l / q))" $nice "$quiet" "$editor" "$loaded"
+  python3 -c "
+import statistics as st, sys
+n, l = sys.argv[1], float(sys.argv[2])
+q, e = [float(v) for v in sys.argv[3:6]], [float(v) for v in sys.argv[6:9]]
+r = [b / a for a, b in zip(q, e)]
+print('| nice %s | %.2f s | %.2f s | %.3fx (%.3f-%.3f) | %.2f s | %.2fx |' % (n, st.median(q), st.median(e), st.median(r), min(r), max(r), l, l / st.median(q)))" \
+    $nice "$loaded" "${quiet[@]}" "${editor[@]}"
 done
