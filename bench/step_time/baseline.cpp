@@ -10,9 +10,11 @@
 // compiled in; channels-last pooling through Codefy's single-pass max pooling,
 // src/model/window_pool.cpp; one autocast weight cache per
 // accumulation window; the MLP's hidden Linears under bf16 on weight copies
-// the optimizer keeps, src/model/bf16_linear.cpp), so that the difference left to Codefy is the node
+// the optimizer keeps, src/model/bf16_linear.cpp; the one-channel convolution
+// computed channels-last, src/model/conv_layout.cpp), so that the difference left to Codefy is the node
 // engine's own cost.
 #include "model/bf16_linear.h"
+#include "model/conv_layout.h"
 #include "model/window_pool.h"
 #include "train/bf16_mirrors.h"
 #include "train/fused_optim.h"
@@ -63,6 +65,18 @@ struct Bf16CopyLinearImpl : torch::nn::Module {
 };
 TORCH_MODULE(Bf16CopyLinear);
 
+/// A Conv2d computed channels-last (model/conv_layout.h), as Codefy's
+/// SequentialModel runs one.
+struct ChannelsLastConv2dImpl : torch::nn::Module {
+  explicit ChannelsLastConv2dImpl(const torch::nn::Conv2dOptions& o)
+      : conv(register_module("conv", torch::nn::Conv2d(o))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    return codefy::model::conv2d_channels_last(*conv, x.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+  torch::nn::Conv2d conv;
+};
+TORCH_MODULE(ChannelsLastConv2d);
+
 torch::nn::Sequential make_model(const std::string& name, bool tuned, codefy::train::Bf16Mirrors* mirrors) {
   namespace nn = torch::nn;
   const auto layout = [tuned](torch::Tensor x) { return tuned ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x; };
@@ -89,7 +103,14 @@ torch::nn::Sequential make_model(const std::string& name, bool tuned, codefy::tr
       return nn::AnyModule(
           nn::Functional([](const torch::Tensor& x) { return codefy::model::window_max_pool2d(x, 2); }));
     };
-    nn::Sequential m(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::Functional(layout), nn::ReLU());
+    // Tuned: the one-channel convolution computed channels-last, as SequentialModel does.
+    nn::Sequential m;
+    if (tuned)
+      m->push_back(ChannelsLastConv2d(nn::Conv2dOptions(1, 16, 3).padding(1)));
+    else
+      m->push_back(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)));
+    m->push_back(nn::Functional(layout));
+    m->push_back(nn::ReLU());
     m->push_back(pool());
     m->push_back(nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)));
     m->push_back(nn::ReLU());

@@ -64,7 +64,8 @@ Tensor GraphModel::forward(const Tensor& x) {
         const Tensor& in = values[step.inputs.front()];
         // The same values in another memory layout (bench/RESULTS.md, "step time").
         if (step.channels_last && in.dim() == 4 && in.device().is_cpu()) {
-          const Tensor out = step.layer(in.contiguous(c10::MemoryFormat::ChannelsLast));
+          const Tensor x = in.contiguous(c10::MemoryFormat::ChannelsLast);
+          const Tensor out = step.conv ? conv2d_channels_last(*step.conv, x) : step.layer(x);
           values[step.slot] = out.dim() == 4 ? out.contiguous(c10::MemoryFormat::ChannelsLast) : out;
         } else if (step.linear_size > 0 && faster_in_fp32(in, step.linear_size)) {
           train::CpuAutocastOff fp32;

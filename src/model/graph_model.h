@@ -1,11 +1,13 @@
 // GraphModel: the module SequentialModel builds, running its layers and merges in order.
 #pragma once
 
+#include "model/conv_layout.h"
 #include "model/layer_table.h"
 #include "train/bf16_mirrors.h"
 #include "train/model.h"
 
 #include <torch/nn/modules/container/moduledict.h>
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
 #include <cstddef>
@@ -34,6 +36,8 @@ struct Step {
   /// The Linear itself (null for other steps): a larger one under CPU bf16
   /// autocast reads its weight's bf16 copy (model/bf16_linear.h).
   std::shared_ptr<torch::nn::LinearImpl> linear = nullptr;
+  /// The Conv2d itself (null for other steps), for conv2d_channels_last.
+  std::shared_ptr<torch::nn::Conv2dImpl> conv = nullptr;
 };
 
 /// A model over a layer DAG: the input goes into one slot, each step reads

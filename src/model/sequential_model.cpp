@@ -9,6 +9,7 @@
 #include "model/layer_spec.h"
 #include "util/text.h"
 
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
 #include <utility>
@@ -31,6 +32,7 @@ train::ModelPtr build_sequential_model(const nlohmann::json& spec) {
     BuiltNode& b = built[i];
     Step step{node.id, node.type, i, wiring.inputs[i], std::move(b.layer), std::move(b.merge), b.description};
     step.channels_last = node.type == "Conv2d" || node.type == "MaxPool2d" || node.type == "AvgPool2d";
+    step.conv = std::dynamic_pointer_cast<torch::nn::Conv2dImpl>(b.module);
     if (auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(b.module)) {
       step.linear_size = linear->weight.numel();
       step.linear = std::move(linear);

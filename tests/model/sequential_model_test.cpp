@@ -1,6 +1,7 @@
 // Whole models from v2 specs: wiring, merges in edge order, CodefyUI's
 // default and example models, state and seeds, forward failures.
 #include "model/sequential_model.h"
+#include "model/conv_layout.h"
 #include "spec_builder.h"
 #include "train/model.h"
 #include "train/precision.h"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace codefy::model {
@@ -226,6 +228,58 @@ TEST(SequentialModel, ForwardFailureOfAMergeShowsEveryInputShape) {
   const auto run = [&] { model->forward(torch::randn({2, 4})); };
   expect_spec_error(run, "s", "",
                     "failed on inputs of shapes [2, 3], [2, 5]: stack expects each tensor to be equal size");
+}
+
+}  // namespace
+}  // namespace codefy::model
+
+namespace codefy::model {
+namespace {
+
+// Gradients of `weight` and `bias` for y = f(x) against a fixed random seed.
+std::pair<torch::Tensor, torch::Tensor> conv_grads(torch::nn::Conv2d& conv, const torch::Tensor& y) {
+  conv->zero_grad();
+  torch::manual_seed(11);
+  y.backward(torch::randn(y.sizes()).to(y.scalar_type()));
+  return {conv->weight.grad().clone(), conv->bias.grad().clone()};
+}
+
+TEST(SequentialModel, ConvolutionsWithOneInputChannelPerGroupComputeChannelsLast) {
+  namespace nn = torch::nn;
+  struct Case {
+    const char* name;
+    nn::Conv2dOptions options;
+    std::vector<int64_t> input;
+  };
+  const std::vector<Case> cases = {
+      {"grey images", nn::Conv2dOptions(1, 8, 3).padding(1), {4, 1, 10, 12}},
+      {"stride 2, padding valid", nn::Conv2dOptions(1, 6, 3).stride(2).padding(torch::kValid), {2, 1, 9, 9}},
+      {"depthwise", nn::Conv2dOptions(4, 4, 3).padding(1).groups(4), {2, 4, 8, 8}},
+      {"dilated, 'same'", nn::Conv2dOptions(1, 3, 3).padding(torch::kSame).dilation(2), {2, 1, 11, 7}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    torch::manual_seed(10);
+    nn::Conv2d conv(c.options);
+    const Tensor x = torch::randn(c.input).contiguous(c10::MemoryFormat::ChannelsLast);
+    const Tensor fast = conv2d_channels_last(*conv, x);
+    EXPECT_TRUE(fast.is_contiguous(c10::MemoryFormat::ChannelsLast));
+    EXPECT_FALSE(fast.is_contiguous());  // LibTorch alone gives these NCHW
+    const Tensor plain = conv->forward(x);
+    EXPECT_TRUE(torch::allclose(fast, plain, 1e-5, 1e-5));
+    const auto [gw_fast, gb_fast] = conv_grads(conv, conv2d_channels_last(*conv, x));
+    const auto [gw_plain, gb_plain] = conv_grads(conv, conv->forward(x));
+    EXPECT_TRUE(gw_fast.is_contiguous());  // the parameter's own layout
+    EXPECT_TRUE(torch::allclose(gw_fast, gw_plain, 1e-4, 1e-5));
+    EXPECT_TRUE(torch::allclose(gb_fast, gb_plain, 1e-4, 1e-5));
+  }
+  // Other padding modes and more input channels: LibTorch's own forward.
+  nn::Conv2d reflect(nn::Conv2dOptions(1, 4, 3).padding(1).padding_mode(torch::kReflect));
+  const Tensor grey = torch::randn({2, 1, 6, 6});
+  EXPECT_TRUE(torch::equal(conv2d_channels_last(*reflect, grey), reflect->forward(grey)));
+  nn::Conv2d rgb(nn::Conv2dOptions(3, 4, 3).padding(1));
+  const Tensor colour = torch::randn({2, 3, 6, 6}).contiguous(c10::MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(torch::equal(conv2d_channels_last(*rgb, colour), rgb->forward(colour)));
 }
 
 }  // namespace
