@@ -64,8 +64,8 @@ Tensor GraphModel::forward(const Tensor& x) {
         const Tensor& in = values[step.inputs.front()];
         // The same values in another memory layout (bench/RESULTS.md, "step time").
         if (step.channels_last && in.dim() == 4 && in.device().is_cpu()) {
-          const Tensor x = in.contiguous(c10::MemoryFormat::ChannelsLast);
-          const Tensor out = step.conv ? conv2d_channels_last(*step.conv, x) : step.layer(x);
+          const Tensor cl = in.contiguous(c10::MemoryFormat::ChannelsLast);
+          const Tensor out = step.conv ? conv2d_channels_last(*step.conv, cl) : step.layer(cl);
           values[step.slot] = out.dim() == 4 ? out.contiguous(c10::MemoryFormat::ChannelsLast) : out;
         } else if (step.linear_size > 0 && faster_in_fp32(in, step.linear_size)) {
           train::CpuAutocastOff fp32;
