@@ -528,7 +528,10 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(ServerOptions o, Api& a) : options(std::move(o)), api(a), ioc(options.io_threads), acceptor(ioc) {}
+  // The acceptor on a strand: its accept handler (which arms the next
+  // accept) and stop()'s close never run at once on two I/O threads.
+  Impl(ServerOptions o, Api& a)
+      : options(std::move(o)), api(a), ioc(options.io_threads), acceptor(net::make_strand(ioc)) {}
 
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -577,7 +580,7 @@ uint16_t HttpServer::start() {
 
 void HttpServer::stop() {
   if (!impl_) return;
-  net::post(impl_->ioc, [this] {
+  net::post(impl_->acceptor.get_executor(), [this] {
     beast::error_code ec;
     impl_->acceptor.close(ec);
   });
