@@ -1,5 +1,6 @@
 #include "model/bf16_linear.h"
 
+#include "train/bf16_mirrors.h"
 #include "train/fused_kernels.h"
 
 #include <torch/autograd.h>
@@ -12,8 +13,6 @@ namespace codefy::model {
 using torch::Tensor;
 
 namespace {
-
-uint16_t* bf16_bits(const Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<c10::BFloat16>()); }
 
 // Whether the float32 gradient `acc` can take a bf16 gradient of `numel` values added in place.
 bool adds_in_place(const Tensor& acc, int64_t numel) {
@@ -53,7 +52,7 @@ struct Bf16Linear : torch::autograd::Function<Bf16Linear> {
       const Tensor g = gy.t().mm(rows);  // [out, in], bf16
       Tensor& acc = weight.mutable_grad();
       if (adds_in_place(acc, g.numel())) {
-        train::fused::add_bf16(acc.data_ptr<float>(), bf16_bits(g.contiguous()), g.numel());
+        train::fused::add_bf16(acc.data_ptr<float>(), train::bf16_bits(g.contiguous()), g.numel());
         acc.unsafeGetTensorImpl()->bump_version();  // written through a raw pointer
       } else {
         gw = g.to(torch::kFloat);

@@ -1,6 +1,7 @@
 #include "model/window_pool.h"
 
 #include "model/window_pool_kernels.h"
+#include "train/bf16_mirrors.h"
 
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -28,8 +29,6 @@ void for_rows(const pool::WindowDims& d, const Body& body) {
   at::parallel_for(0, d.rows(), grain, body);
 }
 
-uint16_t* bits(const Tensor& t) { return reinterpret_cast<uint16_t*>(t.data_ptr<c10::BFloat16>()); }
-
 struct WindowMaxPool : torch::autograd::Function<WindowMaxPool> {
   static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, int64_t k) {
     const pool::WindowDims d = dims_of(x, k);
@@ -42,7 +41,9 @@ struct WindowMaxPool : torch::autograd::Function<WindowMaxPool> {
       for_rows(
           d, [&](int64_t b, int64_t e) { pool::max_forward(in.data_ptr<float>(), out.data_ptr<float>(), a, d, b, e); });
     else
-      for_rows(d, [&](int64_t b, int64_t e) { pool::max_forward_bf16(bits(in), bits(out), a, d, b, e); });
+      for_rows(d, [&](int64_t b, int64_t e) {
+        pool::max_forward_bf16(train::bf16_bits(in), train::bf16_bits(out), a, d, b, e);
+      });
     ctx->saved_data["arg"] = arg;
     ctx->saved_data["k"] = k;
     ctx->saved_data["sizes"] = x.sizes().vec();
@@ -63,7 +64,9 @@ struct WindowMaxPool : torch::autograd::Function<WindowMaxPool> {
         pool::max_backward(g.data_ptr<float>(), a, grad_in.data_ptr<float>(), d, b, e);
       });
     else
-      for_rows(d, [&](int64_t b, int64_t e) { pool::max_backward_bf16(bits(g), a, bits(grad_in), d, b, e); });
+      for_rows(d, [&](int64_t b, int64_t e) {
+        pool::max_backward_bf16(train::bf16_bits(g), a, train::bf16_bits(grad_in), d, b, e);
+      });
     return {grad_in, Tensor()};
   }
 };

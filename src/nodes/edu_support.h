@@ -117,4 +117,33 @@ inline std::vector<graph::PortDef> train_query_inputs(DataType labels, const std
           def::in("x_query", DataType::kTensor, q_desc)};
 }
 
+/// A LIST input as CodefyUI passes it on: a list stays as it is, a tensor
+/// becomes the list of its values.
+inline json list_value(const NodeContext& ctx, const std::string& port) {
+  const Value& v = ctx.input(port);
+  if (const auto* j = std::get_if<json>(&v)) return *j;
+  if (const auto* t = std::get_if<Tensor>(&v)) {
+    const Tensor c = t->detach().to(torch::kCPU).reshape(-1);
+    json out = json::array();
+    const Tensor d = c.to(torch::kFloat64).contiguous();
+    for (int64_t i = 0; i < d.numel(); ++i) {
+      const double x = d.data_ptr<double>()[i];
+      if (c.is_floating_point())
+        out.push_back(x);
+      else
+        out.push_back(static_cast<int64_t>(x));
+    }
+    return out;
+  }
+  return json::array();
+}
+
 }  // namespace codefy::nodes::edu
+
+namespace codefy::nodes::edu_foundations {
+
+/// Registers Edu-FFN, Edu-SlidingWindow, Edu-TokenEmbedding and
+/// Edu-VectorSimilarity (edu_foundations_neural_nodes.cpp).
+void register_neural_nodes(NodeRegistry& r);
+
+}  // namespace codefy::nodes::edu_foundations

@@ -35,7 +35,7 @@ const at::Tensor& Bf16Mirrors::of(const at::Tensor& param) {
 std::uint16_t* Bf16Mirrors::target(const at::Tensor& param) {
   Entry* e = current_entry(param);
   if (e == nullptr || !e->copy.defined() || e->copy.numel() != param.numel()) return nullptr;
-  return reinterpret_cast<std::uint16_t*>(e->copy.data_ptr<c10::BFloat16>());
+  return bf16_bits(e->copy);
 }
 
 void Bf16Mirrors::written(const at::Tensor& param) {

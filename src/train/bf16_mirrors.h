@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/BFloat16.h>
 #include <c10/util/intrusive_ptr.h>
 
 #include <cstddef>
@@ -47,6 +48,12 @@ class Bf16Mirrors {
   std::unordered_map<const c10::TensorImpl*, Entry> entries_;
   std::size_t casts_ = 0;
 };
+
+/// The storage of a contiguous bf16 tensor as the bit patterns the
+/// LibTorch-free kernels read and write.
+inline std::uint16_t* bf16_bits(const at::Tensor& t) {
+  return reinterpret_cast<std::uint16_t*>(t.data_ptr<c10::BFloat16>());
+}
 
 /// Optimizers that can write parameters' bf16 copies in their update pass.
 class WritesBf16Mirrors {

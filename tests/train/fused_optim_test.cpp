@@ -3,6 +3,7 @@
 // parameters and state after many steps (to float rounding), the same
 // fallbacks, and state LibTorch's classes can load and continue from.
 #include "train/fused_optim.h"
+#include "train/bf16_mirrors.h"
 #include "train/fused_kernels.h"
 
 #include <gtest/gtest.h>
@@ -239,10 +240,10 @@ TEST(FusedOptim, StateRoundTripsThroughLibTorchsSerialization) {
 TEST(FusedKernels, Bf16RoundingAndAddAreLibTorchs) {
   torch::manual_seed(9);
   torch::Tensor x = torch::cat({torch::randn({4096}) * 1e3, torch::randn({4096}) * 1e-38,  // denormals too
-                         torch::tensor({0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.0f + 1.0f / 256,
-                                        1.0f + 3.0f / 256, 3.3895314e38f, -3.3895314e38f})});
+                                torch::tensor({0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.0f + 1.0f / 256,
+                                               1.0f + 3.0f / 256, 3.3895314e38f, -3.3895314e38f})});
   torch::Tensor out = torch::empty({x.numel()}, torch::kBFloat16);
-  fused::to_bf16(x.data_ptr<float>(), reinterpret_cast<uint16_t*>(out.data_ptr<c10::BFloat16>()), x.numel());
+  fused::to_bf16(x.data_ptr<float>(), bf16_bits(out), x.numel());
   const torch::Tensor ref = x.to(torch::kBFloat16);
   const torch::Tensor nan = ref.isnan();
   EXPECT_TRUE(torch::equal(out.isnan(), nan));
@@ -250,7 +251,7 @@ TEST(FusedKernels, Bf16RoundingAndAddAreLibTorchs) {
 
   torch::Tensor acc = torch::randn({x.numel()});
   const torch::Tensor expected = acc + ref.to(torch::kFloat);
-  fused::add_bf16(acc.data_ptr<float>(), reinterpret_cast<uint16_t*>(ref.data_ptr<c10::BFloat16>()), ref.numel());
+  fused::add_bf16(acc.data_ptr<float>(), bf16_bits(ref), ref.numel());
   EXPECT_TRUE(torch::equal(acc.isnan(), expected.isnan()));
   EXPECT_TRUE(torch::equal(acc.nan_to_num(0, 0, 0), expected.nan_to_num(0, 0, 0)));
 }
