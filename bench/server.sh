@@ -2,9 +2,9 @@
 # Benchmark: requests/s and p99 latency of GET /api/health and GET /api/nodes
 # under wrk (Debian) on loopback, with the server idle and while it trains the
 # Fashion-MNIST example, for runs computing at the server's own priority
-# (--run-niceness 0) and at the default nice 10, side by side in one run; and
-# how long 400 updates of that training take with and without wrk loading
-# /api/health, at both priorities.
+# (--run-priority 0), at nice 10 (SCHED_BATCH) and at the default idle
+# (SCHED_IDLE), side by side in one run; and how long 400 updates of that
+# training take with and without an editor's load or wrk, at each priority.
 # Usage: bench/server.sh [seconds per measurement, default 10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +18,8 @@ pid=
 stop_server() { [ -n "$pid" ] && kill -INT "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=; }
 trap 'stop_server; rm -rf "$data"' EXIT
 
-start_server() {  # niceness
-  build/codefy serve --port "$port" --data-dir "$data/$1" --run-niceness "$1" >"$data/serve-$1.log" 2>&1 &
+start_server() {  # run priority
+  build/codefy serve --port "$port" --data-dir "$data/$1" --run-priority "$1" >"$data/serve-$1.log" 2>&1 &
   pid=$!
   for _ in $(seq 50); do python3 -c "import urllib.request;urllib.request.urlopen('$base/api/health')" 2>/dev/null && return; sleep 0.2; done
   echo "the server did not start" >&2; exit 1
@@ -74,11 +74,11 @@ PY
 
 echo "| server | route | requests/s (range of 3) | p99 latency (range of 3) |"
 echo "| --- | --- | --- | --- |"
-for nice in 0 10; do
-  start_server $nice
-  [ $nice = 0 ] && measure idle
+for prio in 0 10 idle; do
+  start_server $prio
+  [ $prio = 0 ] && measure "not training"
   train 0
-  measure "training (Fashion-MNIST CNN, 2 threads), runs at nice $nice"
+  measure "training (Fashion-MNIST CNN, 2 threads), runs at priority $prio"
   stop_server
 done
 
@@ -100,8 +100,8 @@ PY
 echo
 echo "| runs at | 400 updates, quiet server | with an editor's load (50 req/s) | ratio (range of 3) | with wrk on /api/health | ratio |"
 echo "| --- | --- | --- | --- | --- | --- |"
-for nice in 0 10; do
-  start_server $nice
+for prio in 0 10 idle; do
+  start_server $prio
   train 400 >/dev/null  # warm: the data set read once
   quiet=() editor=()
   for _ in 1 2 3; do  # alternating, so a slow minute hits both
@@ -120,6 +120,27 @@ import statistics as st, sys
 n, l = sys.argv[1], float(sys.argv[2])
 q, e = [float(v) for v in sys.argv[3:6]], [float(v) for v in sys.argv[6:9]]
 r = [b / a for a, b in zip(q, e)]
-print('| nice %s | %.2f s | %.2f s | %.3fx (%.3f-%.3f) | %.2f s | %.2fx |' % (n, st.median(q), st.median(e), st.median(r), min(r), max(r), l, l / st.median(q)))" \
-    $nice "$loaded" "${quiet[@]}" "${editor[@]}"
+print('| %s | %.2f s | %.2f s | %.3fx (%.3f-%.3f) | %.2f s | %.2fx |' % (n, st.median(q), st.median(e), st.median(r), min(r), max(r), l, l / st.median(q)))" \
+    $prio "$loaded" "${quiet[@]}" "${editor[@]}"
 done
+
+# What an editor's load costs by itself: the CPU time the server and its
+# client spend on it over 20 s (the server not training), as a share of one
+# CPU and of the machine, the floor under the slowdown of a run that uses
+# every CPU.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+start_server idle
+editor_load
+sleep 2  # past the client's start-up
+s0=$(cpu_seconds "$pid") c0=$(cpu_seconds "$load")
+sleep 20
+s1=$(cpu_seconds "$pid") c1=$(cpu_seconds "$load")
+kill $load; wait $load 2>/dev/null || true
+stop_server
+python3 -c "
+import os, sys
+s, c = (float(sys.argv[2]) - float(sys.argv[1])) / 20, (float(sys.argv[4]) - float(sys.argv[3])) / 20
+n = len(os.sched_getaffinity(0))
+print()
+print('An editor\'s load (50 requests/s) by itself: the server %.1f%% of one CPU, its client %.1f%%; together %.1f%% of this machine\'s %d CPUs.' % (100 * s, 100 * c, 100 * (s + c) / n, n))" \
+  "$s0" "$s1" "$c0" "$c1"

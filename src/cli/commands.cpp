@@ -19,8 +19,8 @@
 #include <pthread.h>
 #include <algorithm>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -146,8 +146,8 @@ int run_graph(const RunCommand& cmd) {
   const std::string who = world && world->world_size > 1 ? "rank " + std::to_string(world->rank) + ": " : "";
   auto report_error = [&](const char* kind, const std::string& message, const nlohmann::json& extra, int code) {
     if (quiet && cmd.json) {  // the launching server reads a rank's last line to say why it failed
-      nlohmann::json e = {{"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code},
-                          {"rank", world->rank}};
+      nlohmann::json e = {
+          {"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code}, {"rank", world->rank}};
       e.update(extra);
       std::fprintf(stderr, "%s\n", e.dump().c_str());
     } else if (quiet) {
@@ -285,14 +285,16 @@ int launch_run(const RunCommand& cmd) {
   o.timeout = std::chrono::seconds(cmd.dist_timeout_s);
   // Every rank runs this command without the launcher's flags; the CPUs are
   // shared out among this machine's ranks unless --threads says otherwise.
-  const int threads = cmd.threads > 0 ? cmd.threads
-                                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                                                        cmd.nproc_per_node);
-  o.argv = {cmd.program, "run", cmd.graph_path, "--seed", std::to_string(cmd.seed), "--threads",
-            std::to_string(threads), "--out", cmd.out_dir};
+  const int threads = cmd.threads > 0
+                          ? cmd.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / cmd.nproc_per_node);
+  o.argv = {
+      cmd.program, "run",      cmd.graph_path, "--seed", std::to_string(cmd.seed), "--threads", std::to_string(threads),
+      "--out",     cmd.out_dir};
   if (!cmd.device.empty()) o.argv.insert(o.argv.end(), {"--device", cmd.device});
   if (cmd.json) o.argv.push_back("--json");
-  if (cmd.memory_budget_mb >= 0) o.argv.insert(o.argv.end(), {"--memory-budget-mb", std::to_string(cmd.memory_budget_mb)});
+  if (cmd.memory_budget_mb >= 0)
+    o.argv.insert(o.argv.end(), {"--memory-budget-mb", std::to_string(cmd.memory_budget_mb)});
   o.stop_requested = [] { return current_token().cancelled(); };
   o.report = [&cmd](const std::string& line) {
     if (cmd.json)
@@ -365,7 +367,9 @@ int serve(const ServeCommand& cmd) {
     }
     options.workers = server::make_workers(worker_specs, available);
     options.runner.dist_timeout = std::chrono::seconds(cmd.dist_timeout_s);
-    options.runner.run_niceness = cmd.run_niceness;
+    const auto priority = device::ComputePriority::parse(cmd.run_priority);
+    if (!priority) throw std::invalid_argument("--run-priority \"" + cmd.run_priority + "\": expected idle or 0-19");
+    options.runner.run_priority = *priority;
     options.max_queued_runs = cmd.max_queued_runs;
     for (const auto& [device, mb] : budget_mb) {
       if (std::find(available.begin(), available.end(), device) == available.end())

@@ -54,8 +54,8 @@ struct ServeCommand {
   std::string web_dir;
   /// Seconds a ddp run's rank waits for the others.
   int dist_timeout_s = 60;
-  /// Nice value runs compute at (0: the server's own priority).
-  int run_niceness = 10;
+  /// The priority runs compute at: "idle" (SCHED_IDLE) or a nice value (0: the server's own).
+  std::string run_priority = "idle";
   /// `NAME=DEVICE[,DEVICE...]`: a worker owning those devices (default: one per device).
   std::vector<std::string> workers;
   /// `DEVICE=MB`: a memory budget for that device (CPU budget, CUDA memory fraction).

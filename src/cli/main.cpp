@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
                    "Refuse CPU tensor memory past this many MiB, as a full GPU would (default: "
                    "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
       ->check(CLI::NonNegativeNumber);
-  run_cmd->add_option("--out", run.out_dir, "Folder for the PNGs nodes draw (Visualize, Forecast)")->capture_default_str();
+  run_cmd->add_option("--out", run.out_dir, "Folder for the PNGs nodes draw (Visualize, Forecast)")
+      ->capture_default_str();
   run_cmd->add_option("--base-dir", run.base_dir,
                       "Folder the graph's relative file paths resolve against (default: the graph file's)");
   run_cmd->add_option("--run-files", run.run_files,
@@ -80,9 +81,14 @@ int main(int argc, char** argv) {
                         "default: one worker per device). A ddp run on it starts one rank per card; the CPU as "
                         "cpu*N (e.g. cpu2=cpu*2) starts N processes");
   serve_cmd
-      ->add_option("--run-niceness", serve_opts.run_niceness,
-                   "Runs compute at this nice value so the server answers quickly meanwhile (0: no change)")
-      ->check(CLI::Range(0, 19))
+      ->add_option("--run-priority,--run-niceness", serve_opts.run_priority,
+                   "The priority runs compute at, so the server answers quickly meanwhile: idle (only CPU time "
+                   "nothing else asks for) or a nice value 1-19 (0: the server's own)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return codefy::device::ComputePriority::parse(v) ? std::string() : "expected idle or a nice value 0-19";
+          },
+          "idle|0-19"))
       ->capture_default_str();
   serve_cmd
       ->add_option("--dist-timeout", serve_opts.dist_timeout_s,

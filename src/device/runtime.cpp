@@ -1,6 +1,7 @@
 #include "device/runtime.h"
 
 #include "device/catalogue.h"
+#include "util/parse.h"
 
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -55,28 +56,40 @@ int configure_threads(int requested) {
 
 namespace {
 
-bool lower_this_thread(int niceness) {
+bool lower_this_thread(const ComputePriority& priority) {
   const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+  const sched_param param{};
+  if (priority.idle) return sched_setscheduler(tid, SCHED_IDLE, &param) == 0;
+  if (priority.niceness <= 0) return true;
   // SCHED_BATCH: a waking I/O thread preempts it at once (no wake-up bonus
   // for the compute thread); the nice value shares the CPU under load.
-  const sched_param param{};
   const bool batch = sched_setscheduler(tid, SCHED_BATCH, &param) == 0;
   errno = 0;
   const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
   if (errno != 0) return false;
-  return batch && (now >= niceness || setpriority(PRIO_PROCESS, static_cast<id_t>(tid), niceness) == 0);
+  return batch &&
+         (now >= priority.niceness || setpriority(PRIO_PROCESS, static_cast<id_t>(tid), priority.niceness) == 0);
 }
 
 }  // namespace
 
-bool lower_compute_priority(int niceness) {
-  std::atomic<bool> ok{lower_this_thread(niceness)};
+std::optional<ComputePriority> ComputePriority::parse(std::string_view text) {
+  if (text == "idle") return ComputePriority{};
+  const auto n = util::parse_int(text);
+  if (!n || *n < 0 || *n > 19) return std::nullopt;
+  return ComputePriority{false, static_cast<int>(*n)};
+}
+
+std::string ComputePriority::text() const { return idle ? "idle" : std::to_string(niceness); }
+
+bool lower_compute_priority(const ComputePriority& priority) {
+  std::atomic<bool> ok{lower_this_thread(priority)};
   // One chunk per intra-op thread: with grain 1 and as many items as
   // threads, each thread of the pool takes exactly one.
   const int64_t threads = at::get_num_threads();
   at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i)
-      if (!lower_this_thread(niceness)) ok = false;
+      if (!lower_this_thread(priority)) ok = false;
   });
   return ok;
 }

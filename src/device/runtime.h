@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace codefy::device {
@@ -34,12 +36,29 @@ inline int threads_for_work(double multiply_adds, int usable) {
   return multiply_adds < kOneThreadBelowMultiplyAdds ? 1 : usable;
 }
 
-/// Lowers the scheduling priority (SCHED_BATCH, nice `niceness`) of the
-/// calling thread and of LibTorch's intra-op threads, so a server's I/O
-/// threads answer quickly while a run computes (they win the CPU when they
-/// need it; the run gets it back at once). Per thread: the rest of the
-/// process keeps its priority. Returns whether every thread reached was lowered.
-bool lower_compute_priority(int niceness = 10);
+/// How a run's compute threads are scheduled beside a server's I/O threads.
+struct ComputePriority {
+  /// SCHED_IDLE: the run computes on the CPU time nothing else asks for, and
+  /// any waking thread of normal priority (an I/O thread, the browser)
+  /// preempts it at once.
+  bool idle = true;
+  /// When not idle: SCHED_BATCH at this nice value (1-19); 0 leaves the
+  /// threads at the server's own priority.
+  int niceness = 0;
+
+  /// "idle" or a nice value 0-19; nullopt for anything else.
+  static std::optional<ComputePriority> parse(std::string_view text);
+  /// The text parse() reads back ("idle", "10").
+  std::string text() const;
+};
+
+/// Lowers the scheduling priority of the calling thread and of LibTorch's
+/// intra-op threads to `priority`, so a server's I/O threads answer quickly
+/// while a run computes (they win the CPU when they need it; the run gets it
+/// back at once). Per thread: the rest of the process keeps its priority, and
+/// threads and processes the run starts inherit it. Returns whether every
+/// thread reached was lowered.
+bool lower_compute_priority(const ComputePriority& priority);
 
 /// Which BLAS library serves matrix products.
 struct BlasInfo {

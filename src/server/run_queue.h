@@ -6,6 +6,7 @@
 // server's I/O threads only submit and ask).
 #pragma once
 
+#include "device/runtime.h"
 #include "util/cancel.h"
 
 #include <nlohmann/json.hpp>
@@ -47,9 +48,9 @@ struct RunnerSettings {
   std::string program;
   /// How long a ddp run's rank waits for the others (rendezvous, a collective).
   std::chrono::seconds dist_timeout{60};
-  /// Runs compute at this nice value (thread by thread) so the I/O threads
-  /// answer first; 0 leaves their priority alone.
-  int run_niceness = 10;
+  /// The priority runs compute at (thread by thread) so the I/O threads
+  /// answer first: SCHED_IDLE unless told otherwise.
+  device::ComputePriority run_priority;
 };
 
 /// Workers from `NAME=DEVICE[,DEVICE...]` specs (`--worker`), where the CPU

@@ -5,10 +5,10 @@
 #include "device/runtime.h"
 #include "dist/hosted_world.h"
 #include "engine/errors.h"
+#include "engine/graph_contract.h"
 #include "engine/value.h"
 #include "graph/graph.h"
 #include "graph/validate.h"
-#include "engine/graph_contract.h"
 #include "server/graph_routes.h"
 #include "server/inspector.h"
 #include "util/file_access.h"
@@ -96,8 +96,8 @@ class Runs::HeadlessRun : public RunListener {
       for (const auto& [id, values] : outcome.result->outputs)
         if (auto m = values.find("metrics"); m != values.end())
           if (const auto* j = std::get_if<nlohmann::json>(&m->second)) metrics[id] = *j;
-      outputs = record_->contract ? collect_outputs(*record_->contract, *outcome.result)
-                                  : outputs_json(*outcome.result);
+      outputs =
+          record_->contract ? collect_outputs(*record_->contract, *outcome.result) : outputs_json(*outcome.result);
     }
     nlohmann::json envelope = run_envelope(run_id, record_->graph, record_->device);
     std::vector<std::string> warnings;
@@ -158,8 +158,9 @@ class ScratchDir {
  public:
   ScratchDir() {
     std::string pattern = (fs::temp_directory_path() / "codefy-ddp-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw std::runtime_error("cannot make a folder for the data-parallel ranks in " +
-                                                           fs::temp_directory_path().string());
+    if (!mkdtemp(pattern.data()))
+      throw std::runtime_error("cannot make a folder for the data-parallel ranks in " +
+                               fs::temp_directory_path().string());
     path_ = pattern;
   }
   ~ScratchDir() {
@@ -196,11 +197,20 @@ struct HostedRanks {
     o.timeout = runner.dist_timeout;
     o.group.backend = dist::default_backend(cards ? "cuda" : "cpu");
     for (size_t r = 1; r < devices.size(); ++r) {
-      std::vector<std::string> argv = {"codefy",      "run",           graph_file.string(),
-                                       "--json",      "--seed",        std::to_string(settings.seed),
-                                       "--threads",   std::to_string(threads), "--base-dir",
-                                       settings.base_dir.string(),    "--run-files", files.string(),
-                                       "--out",       (scratch.path() / "out").string()};
+      std::vector<std::string> argv = {"codefy",
+                                       "run",
+                                       graph_file.string(),
+                                       "--json",
+                                       "--seed",
+                                       std::to_string(settings.seed),
+                                       "--threads",
+                                       std::to_string(threads),
+                                       "--base-dir",
+                                       settings.base_dir.string(),
+                                       "--run-files",
+                                       files.string(),
+                                       "--out",
+                                       (scratch.path() / "out").string()};
       if (cards) argv.insert(argv.end(), {"--device", devices[r]});
       o.helper_argv.push_back(std::move(argv));
     }
@@ -240,7 +250,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
               rank_devices = std::move(rank_devices)](const CancellationToken& token, const std::string& run_id) {
     listener->on_run_start(run_id);
     // The I/O threads answer first while this run computes.
-    if (runner_.run_niceness > 0) device::lower_compute_priority(runner_.run_niceness);
+    device::lower_compute_priority(runner_.run_priority);
     RunSettings settings;
     settings.seed = request.seed;
     settings.verbose = request.verbose;
@@ -361,8 +371,8 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
                   [](const graph::NodeSpec& n) { return n.type == "GraphInput" || n.type == "GraphOutput"; })) {
     contract = derive_contract(g);
     if (!contract->problems.empty())
-      return respond(envelope_error(409, name, "invalid_contract", "the graph's declared inputs and outputs are invalid",
-                                    contract->problems));
+      return respond(envelope_error(409, name, "invalid_contract",
+                                    "the graph's declared inputs and outputs are invalid", contract->problems));
     const nlohmann::json problems = inject_inputs(g, *contract, body.value("inputs", nlohmann::json()));
     if (!problems.empty()) return respond(envelope_error(422, name, "invalid_input", "invalid inputs", problems));
   } else if (body.contains("inputs") && !body["inputs"].empty()) {

@@ -1,6 +1,6 @@
 // The run's compute priority: the thread that runs a graph and LibTorch's
-// intra-op threads it uses drop to SCHED_BATCH at the nice value asked,
-// while the rest of the process keeps its own.
+// intra-op threads it uses drop to SCHED_IDLE, or to SCHED_BATCH at the nice
+// value asked, while the rest of the process keeps its own.
 #include "device/runtime.h"
 
 #include <ATen/Parallel.h>
@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,20 +21,37 @@
 namespace codefy::device {
 namespace {
 
-/// The nice value of each of this process's threads, read from /proc (by tid).
-std::map<pid_t, int> thread_nice_values() {
-  std::map<pid_t, int> nice;
+/// The nice value and scheduling policy of each of this process's threads, read from /proc (by tid).
+struct ThreadPriority {
+  int nice = 0;
+  int policy = -1;
+};
+std::map<pid_t, ThreadPriority> thread_priorities() {
+  std::map<pid_t, ThreadPriority> threads;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
     std::ifstream in(e.path() / "stat");
     std::string line;
     if (!std::getline(in, line)) continue;
-    // After "pid (comm)": state is field 3, nice field 19.
+    // After "pid (comm)": state is field 3, nice field 19, policy field 41.
     std::istringstream rest(line.substr(line.rfind(')') + 2));
     std::string field;
-    for (int i = 3; i <= 19 && rest >> field; ++i)
-      if (i == 19) nice[static_cast<pid_t>(std::stol(e.path().filename().string()))] = std::stoi(field);
+    ThreadPriority p;
+    for (int i = 3; i <= 41 && rest >> field; ++i) {
+      if (i == 19) p.nice = std::stoi(field);
+      if (i == 41) p.policy = std::stoi(field);
+    }
+    threads[static_cast<pid_t>(std::stol(e.path().filename().string()))] = p;
   }
-  return nice;
+  return threads;
+}
+
+TEST(ComputePriority, ReadsIdleOrANiceValue) {
+  EXPECT_TRUE(ComputePriority::parse("idle")->idle);
+  EXPECT_EQ(ComputePriority::parse("7")->niceness, 7);
+  EXPECT_FALSE(ComputePriority::parse("7")->idle);
+  EXPECT_EQ(ComputePriority::parse("0")->text(), "0");
+  EXPECT_EQ(ComputePriority{}.text(), "idle");
+  for (const char* bad : {"", "20", "-1", "low", "idle ", "1.5"}) EXPECT_FALSE(ComputePriority::parse(bad)) << bad;
 }
 
 TEST(ComputePriority, TheRunThreadAndItsIntraOpThreadsAreLoweredAndNoOther) {
@@ -41,22 +59,48 @@ TEST(ComputePriority, TheRunThreadAndItsIntraOpThreadsAreLoweredAndNoOther) {
   const pid_t main_tid = static_cast<pid_t>(syscall(SYS_gettid));
   int policy = -1;
   bool lowered = false;
-  std::map<pid_t, int> nice;  // read while the run thread and its pool live
+  std::map<pid_t, ThreadPriority> threads;  // read while the run thread and its pool live
   std::thread run([&] {
-    lowered = lower_compute_priority(7);
+    lowered = lower_compute_priority(ComputePriority{false, 7});
     policy = sched_getscheduler(0);
-    nice = thread_nice_values();
+    threads = thread_priorities();
   });
   run.join();
   EXPECT_TRUE(lowered);
   EXPECT_EQ(policy, SCHED_BATCH);
   // The run thread and the pool's other thread (2 intra-op threads: the
   // caller and one more) are lowered; the main thread is untouched.
-  EXPECT_EQ(nice.at(main_tid), getpriority(PRIO_PROCESS, 0));
+  EXPECT_EQ(threads.at(main_tid).nice, getpriority(PRIO_PROCESS, 0));
+  EXPECT_EQ(threads.at(main_tid).policy, SCHED_OTHER);
   int lowered_threads = 0;
-  for (const auto& [tid, n] : nice)
-    if (n == 7) ++lowered_threads;
+  for (const auto& [tid, p] : threads)
+    if (p.nice == 7 && p.policy == SCHED_BATCH) ++lowered_threads;
   EXPECT_GE(lowered_threads, 2) << "the intra-op thread was not lowered";
+}
+
+/// Lowers a run thread to idle and exits: 0 when it and the pool's other
+/// intra-op thread are SCHED_IDLE and the main thread is not.
+[[noreturn]] void lower_to_idle_and_exit() {
+  at::set_num_threads(2);
+  const pid_t main_tid = static_cast<pid_t>(syscall(SYS_gettid));
+  bool lowered = false;
+  std::map<pid_t, ThreadPriority> threads;
+  std::thread run([&] {
+    lowered = lower_compute_priority(ComputePriority{});
+    threads = thread_priorities();
+  });
+  run.join();
+  int idle_threads = 0;
+  for (const auto& [tid, p] : threads)
+    if (p.policy == SCHED_IDLE) ++idle_threads;
+  std::exit(lowered && idle_threads >= 2 && threads.at(main_tid).policy == SCHED_OTHER ? 0 : 1);
+}
+
+// In a process of its own: a thread cannot leave SCHED_IDLE without
+// privilege, and the intra-op pool is the process's.
+TEST(ComputePriorityDeathTest, IdleLowersTheRunThreadAndItsIntraOpThreadsAndNoOther) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(lower_to_idle_and_exit(), testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
