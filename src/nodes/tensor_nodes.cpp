@@ -74,13 +74,20 @@ void register_tensor_create(NodeRegistry& r) {
           torch::Tensor t;
           // randn and rand draw from LibTorch's global generator, which the
           // executor seeds for this node (ctx.seed()), as CodefyUI's run seed does.
-          if (fill == "zeros") t = torch::zeros(shape);
-          else if (fill == "ones") t = torch::ones(shape);
-          else if (fill == "randn") t = torch::randn(shape);
-          else if (fill == "rand") t = torch::rand(shape);
-          else if (fill == "full") t = torch::full(shape, ctx.param_float("value"));
-          else if (fill == "arange") t = torch::arange(shape[0]).to(torch::kFloat32);  // the first size only, as CodefyUI
-          else NodeContext::fail_param("fill", "unsupported fill method \"" + fill + "\"");
+          if (fill == "zeros")
+            t = torch::zeros(shape);
+          else if (fill == "ones")
+            t = torch::ones(shape);
+          else if (fill == "randn")
+            t = torch::randn(shape);
+          else if (fill == "rand")
+            t = torch::rand(shape);
+          else if (fill == "full")
+            t = torch::full(shape, ctx.param_float("value"));
+          else if (fill == "arange")
+            t = torch::arange(shape[0]).to(torch::kFloat32);  // the first size only, as CodefyUI
+          else
+            NodeContext::fail_param("fill", "unsupported fill method \"" + fill + "\"");
           if (ctx.param_bool("requires_grad")) t.set_requires_grad(true);
           return ValueMap{{"tensor", t}};
         });
@@ -130,7 +137,8 @@ void register_tensor_input(NodeRegistry& r) {
           torch::Tensor t;
           if (mode == "explicit") {
             nlohmann::json given = ctx.params().at("values");
-            if (given.is_string()) given = nlohmann::json::parse(given.get<std::string>(), nullptr, false);  // a list's text
+            if (given.is_string())
+              given = nlohmann::json::parse(given.get<std::string>(), nullptr, false);  // a list's text
             if (given.is_discarded()) NodeContext::fail_param("values", "is not a nested list of numbers");
             if (given.is_null()) NodeContext::fail_param("values", "value_mode=explicit requires 'values' to be set");
             std::vector<double> flat;
@@ -143,9 +151,12 @@ void register_tensor_input(NodeRegistry& r) {
             // Its own generator from the `seed` param, never the run's: the same
             // values whatever else the graph draws, as in CodefyUI.
             at::Generator gen = at::detail::createCPUGenerator(static_cast<uint64_t>(ctx.param_int("seed")));
-            if (dtype == torch::kFloat32 || dtype == torch::kFloat64) t = torch::randn(shape, gen, options);
-            else if (dtype == torch::kBool) t = torch::randint(0, 2, shape, gen, torch::kInt64).to(torch::kBool);
-            else t = torch::randint(0, 10, shape, gen, options);
+            if (dtype == torch::kFloat32 || dtype == torch::kFloat64)
+              t = torch::randn(shape, gen, options);
+            else if (dtype == torch::kBool)
+              t = torch::randint(0, 2, shape, gen, torch::kInt64).to(torch::kBool);
+            else
+              t = torch::randint(0, 10, shape, gen, options);
           } else if (mode == "zeros") {
             t = torch::zeros(shape, options);
           } else if (mode == "ones") {
@@ -168,22 +179,22 @@ void register_text_input(NodeRegistry& r) {
          {def::out("text", DataType::kString, "The text value typed into this node.")},
          {def::text("value", "The quick brown fox jumps over the lazy dog.",
                     "Multi-line text. Drag the bottom-right corner of the textarea on the node body to resize.")}},
-        [](NodeContext& ctx) { return ValueMap{{"text", ctx.param_string("value")}}; });
+        [](NodeContext& ctx) {
+          return ValueMap{{"text", ctx.param_string("value")}};
+        });
 }
 
 // ----------------------------------------------------------------------------- element-wise
 
 void register_elementwise(NodeRegistry& r) {
   add_binary(r, "Add", kTensorOps, "Element-wise sum of two tensors, with broadcasting", "First tensor",
-             "Second tensor", "Result of a + b",
-             {def::number("alpha", 1.0, "Multiplier for tensor_b: a + alpha * b")},
+             "Second tensor", "Result of a + b", {def::number("alpha", 1.0, "Multiplier for tensor_b: a + alpha * b")},
              [](NodeContext& ctx, const torch::Tensor& a, const torch::Tensor& b) {
                nodes::check_broadcast("tensor_a", a, "tensor_b", b);
                return torch::add(a, b, ctx.param_float("alpha"));
              });
   add_binary(r, "Multiply", kTensorOps, "Element-wise product of two tensors, with broadcasting", "First tensor",
-             "Second tensor", "Result of a * b", {},
-             [](NodeContext&, const torch::Tensor& a, const torch::Tensor& b) {
+             "Second tensor", "Result of a * b", {}, [](NodeContext&, const torch::Tensor& a, const torch::Tensor& b) {
                nodes::check_broadcast("tensor_a", a, "tensor_b", b);
                return torch::mul(a, b);
              });
@@ -192,30 +203,30 @@ void register_elementwise(NodeRegistry& r) {
             {def::number("scalar", 1.0, "Constant scalar multiplied with every element of the input tensor")},
             [](NodeContext& ctx, const torch::Tensor& t) { return t * ctx.param_float("scalar"); });
 
-  r.add({"Lerp",
-         "Diffusion",
-         "Linear interpolation: $\\alpha\\,a + (1-\\alpha)\\,b$. When $\\alpha=1$ the output is $a$; when "
-         "$\\alpha=0$ it's $b$. Use as a teaching stand-in for the diffusion forward equation.",
-         {def::in("tensor_a", DataType::kTensor, "First tensor (weighted by alpha)."),
-          def::in("tensor_b", DataType::kTensor, "Second tensor (weighted by 1 - alpha)."),
-          def::in("alpha", DataType::kTensor,
-                  "Optional scalar or broadcastable tensor — overrides the `alpha` param when connected.", true)},
-         {def::out("tensor", DataType::kTensor, "Interpolated tensor, shape determined by broadcasting.")},
-         {def::number("alpha", 0.5,
-                      "Interpolation weight (0..1). Used only when the `alpha` input is not connected.")}},
-        [](NodeContext& ctx) {
-          const torch::Tensor a = nodes::tensor_input(ctx, "tensor_a"), b = nodes::tensor_input(ctx, "tensor_b");
-          nodes::check_broadcast("tensor_a", a, "tensor_b", b);
-          torch::Tensor alpha;
-          if (ctx.has_input("alpha")) {
-            alpha = nodes::tensor_input(ctx, "alpha");
-            nodes::check_broadcast("tensor_a", a, "alpha", alpha);
-            nodes::check_broadcast("tensor_b", b, "alpha", alpha);
-          } else {
-            alpha = torch::scalar_tensor(ctx.param_float("alpha"), a.options());  // a's dtype, as CodefyUI
-          }
-          return ValueMap{{"tensor", alpha * a + (1.0 - alpha) * b}};
-        });
+  r.add(
+      {"Lerp",
+       "Diffusion",
+       "Linear interpolation: $\\alpha\\,a + (1-\\alpha)\\,b$. When $\\alpha=1$ the output is $a$; when "
+       "$\\alpha=0$ it's $b$. Use as a teaching stand-in for the diffusion forward equation.",
+       {def::in("tensor_a", DataType::kTensor, "First tensor (weighted by alpha)."),
+        def::in("tensor_b", DataType::kTensor, "Second tensor (weighted by 1 - alpha)."),
+        def::in("alpha", DataType::kTensor,
+                "Optional scalar or broadcastable tensor — overrides the `alpha` param when connected.", true)},
+       {def::out("tensor", DataType::kTensor, "Interpolated tensor, shape determined by broadcasting.")},
+       {def::number("alpha", 0.5, "Interpolation weight (0..1). Used only when the `alpha` input is not connected.")}},
+      [](NodeContext& ctx) {
+        const torch::Tensor a = nodes::tensor_input(ctx, "tensor_a"), b = nodes::tensor_input(ctx, "tensor_b");
+        nodes::check_broadcast("tensor_a", a, "tensor_b", b);
+        torch::Tensor alpha;
+        if (ctx.has_input("alpha")) {
+          alpha = nodes::tensor_input(ctx, "alpha");
+          nodes::check_broadcast("tensor_a", a, "alpha", alpha);
+          nodes::check_broadcast("tensor_b", b, "alpha", alpha);
+        } else {
+          alpha = torch::scalar_tensor(ctx.param_float("alpha"), a.options());  // a's dtype, as CodefyUI
+        }
+        return ValueMap{{"tensor", alpha * a + (1.0 - alpha) * b}};
+      });
 }
 
 // ----------------------------------------------------------------------------- products and reductions
@@ -237,21 +248,24 @@ void register_products(NodeRegistry& r) {
                 const int64_t n = t.dim();
                 if (d < -n || d >= n || n == 0)
                   NodeContext::fail_param("dim", "dimension " + std::to_string(d) +
-                                                     " is out of range for a tensor of shape " + nodes::shape_text(t.sizes()));
+                                                     " is out of range for a tensor of shape " +
+                                                     nodes::shape_text(t.sizes()));
                 if (!seen.insert(d < 0 ? d + n : d).second)
                   NodeContext::fail_param("dim", "dimension " + std::to_string(d) + " appears twice");
               }
               return t.mean(dims, ctx.param_bool("keepdim"));
             });
 
-  add_unary(r, "Argmax", kTensorOps, "Index of the largest value along a dimension", "輸入張量（通常是 logits）。",
-            "argmax 後的索引張量（少掉被取的那一維）。",
-            {def::integer("dim", -1, "沿哪一維取 argmax。分割輸出 (N,C,H,W) 取類別用 dim=1。"),
-             def::boolean("keepdim", false, "是否保留被取的那一維（長度變 1）。")},
-            [](NodeContext& ctx, const torch::Tensor& t) {
-              const int64_t dim = nodes::dim_param(ctx, "dim", t.dim(), t.sizes());
-              return torch::argmax(t, dim, ctx.param_bool("keepdim"));
-            });
+  add_unary(
+      r, "Argmax", kTensorOps, "Index of the largest value along a dimension", "Input tensor (often logits).",
+      "Indices of the largest values (the reduced dimension dropped).",
+      {def::integer("dim", -1,
+                    "Dimension to take the argmax over; dim=1 picks the class of a segmentation output (N,C,H,W)."),
+       def::boolean("keepdim", false, "Keep the reduced dimension (with length 1).")},
+      [](NodeContext& ctx, const torch::Tensor& t) {
+        const int64_t dim = nodes::dim_param(ctx, "dim", t.dim(), t.sizes());
+        return torch::argmax(t, dim, ctx.param_bool("keepdim"));
+      });
 
   add_unary(r, "Softmax", kTensorOps,
             "Apply softmax along a dimension: $\\text{softmax}(x_i) = \\frac{e^{x_i}}{\\sum_j e^{x_j}}$. "
@@ -282,8 +296,7 @@ void register_cosine_similarity(NodeRegistry& r) {
          "indices and labels per query — the same kernel a vector retriever uses inside RAG.",
          {def::in("queries", DataType::kTensor, "Query tensor of shape [Q, D] (or [D] for a single query)."),
           def::in("keys", DataType::kTensor, "Key tensor of shape [K, D]."),
-          def::in("key_labels", DataType::kList, "Optional list of K labels — used to populate `top_k_labels`.",
-                  true)},
+          def::in("key_labels", DataType::kList, "Optional list of K labels — used to populate `top_k_labels`.", true)},
          {def::out("similarity", DataType::kTensor,
                    "Float32 tensor of shape [Q, K] — entry [i, j] is cos(query_i, key_j)."),
           def::out("top_k_indices", DataType::kList,
@@ -300,17 +313,20 @@ void register_cosine_similarity(NodeRegistry& r) {
           if (q.size(1) != k.size(1))
             NodeContext::fail_input("keys", "embedding dimension mismatch: queries " + nodes::shape_text(q.sizes()) +
                                                 " (D=" + std::to_string(q.size(1)) + "), keys " +
-                                                nodes::shape_text(k.sizes()) + " (D=" + std::to_string(k.size(1)) + ")");
+                                                nodes::shape_text(k.sizes()) + " (D=" + std::to_string(k.size(1)) +
+                                                ")");
           std::vector<std::string> labels;
           if (const auto* given = ctx.input_if<nlohmann::json>("key_labels")) {
             if (!given->is_array()) NodeContext::fail_input("key_labels", "expected a list of labels");
             for (const auto& l : *given) labels.push_back(l.is_string() ? l.get<std::string>() : l.dump());
             if (!labels.empty() && static_cast<int64_t>(labels.size()) < k.size(0))
               NodeContext::fail_input("key_labels", std::to_string(labels.size()) + " labels for " +
-                                                        std::to_string(k.size(0)) + " keys " + nodes::shape_text(k.sizes()));
+                                                        std::to_string(k.size(0)) + " keys " +
+                                                        nodes::shape_text(k.sizes()));
           }
           std::set<std::string> excludes;
-          for (const auto& w : util::split_list(ctx.param_string("exclude_self_words"))) excludes.insert(util::lower(w));
+          for (const auto& w : util::split_list(ctx.param_string("exclude_self_words")))
+            excludes.insert(util::lower(w));
           namespace F = torch::nn::functional;
           const auto unit = F::NormalizeFuncOptions().dim(1).eps(1e-12);
           const torch::Tensor sim = torch::matmul(F::normalize(q, unit), F::normalize(k, unit).t());
@@ -353,7 +369,8 @@ void register_shapes(NodeRegistry& r) {
                                                     ", which has " + std::to_string(n));
               std::set<int64_t> seen;
               for (int64_t d : dims) {
-                if (d < -n || d >= n) NodeContext::fail_param("dims", "dimension " + std::to_string(d) + " is out of range" + where);
+                if (d < -n || d >= n)
+                  NodeContext::fail_param("dims", "dimension " + std::to_string(d) + " is out of range" + where);
                 if (!seen.insert(d < 0 ? d + n : d).second)
                   NodeContext::fail_param("dims", "dimension " + std::to_string(d) + " appears twice");
               }
@@ -371,16 +388,20 @@ void register_shapes(NodeRegistry& r) {
           const std::vector<int64_t> shape = nodes::int_list_param(ctx, "shape");
           int64_t known = 1, inferred = 0;
           for (int64_t d : shape) {
-            if (d == -1) ++inferred;
-            else if (d < 0) NodeContext::fail_param("shape", "sizes must be >= 0 or -1, got " + nodes::shape_text(shape));
-            else known *= d;
+            if (d == -1)
+              ++inferred;
+            else if (d < 0)
+              NodeContext::fail_param("shape", "sizes must be >= 0 or -1, got " + nodes::shape_text(shape));
+            else
+              known *= d;
           }
-          const bool fits = inferred > 1 ? false
+          const bool fits = inferred > 1    ? false
                             : inferred == 1 ? (known != 0 && t.numel() % known == 0)
                                             : known == t.numel();
           if (!fits)
             NodeContext::fail_param("shape", "cannot reshape a tensor of shape " + nodes::shape_text(t.sizes()) + " (" +
-                                                 std::to_string(t.numel()) + " elements) to " + nodes::shape_text(shape));
+                                                 std::to_string(t.numel()) + " elements) to " +
+                                                 nodes::shape_text(shape));
           return ValueMap{{"tensor", t.reshape(shape)}};
         });
 
@@ -440,22 +461,22 @@ void register_split(NodeRegistry& r) {
       "follows the `chunks` param.",
       {def::in("tensor", DataType::kTensor, "Input tensor to split")},
       {def::out("chunk_0", DataType::kTensor, "First chunk"), def::out("chunk_1", DataType::kTensor, "Second chunk")},
-      {def::integer("chunks", 2,
-                    "Number of chunks to split into (1.." + std::to_string(kMaxChunks) + "); also drives output port count",
-                    1, kMaxChunks),
+      {def::integer(
+           "chunks", 2,
+           "Number of chunks to split into (1.." + std::to_string(kMaxChunks) + "); also drives output port count", 1,
+           kMaxChunks),
        def::integer("dim", 0, "Dimension along which to split")}};
   d.output_family = graph::NodeDef::PortFamily{"chunk_", "chunks", DataType::kTensor};
-  r.add(std::move(d),
-        [](NodeContext& ctx) {
-          const torch::Tensor t = nodes::tensor_input(ctx, "tensor");
-          const int64_t dim = nodes::dim_param(ctx, "dim", t.dim(), t.sizes());
-          // torch.chunk: chunks of ceil(size / chunks), so fewer than asked when it does not divide.
-          ValueMap out;
-          int64_t i = 0;
-          for (const torch::Tensor& part : torch::chunk(t, ctx.param_int("chunks"), dim))
-            out["chunk_" + std::to_string(i++)] = part;
-          return out;
-        });
+  r.add(std::move(d), [](NodeContext& ctx) {
+    const torch::Tensor t = nodes::tensor_input(ctx, "tensor");
+    const int64_t dim = nodes::dim_param(ctx, "dim", t.dim(), t.sizes());
+    // torch.chunk: chunks of ceil(size / chunks), so fewer than asked when it does not divide.
+    ValueMap out;
+    int64_t i = 0;
+    for (const torch::Tensor& part : torch::chunk(t, ctx.param_int("chunks"), dim))
+      out["chunk_" + std::to_string(i++)] = part;
+    return out;
+  });
 }
 
 }  // namespace

@@ -2,7 +2,13 @@
 // reload, and used for a whole run; then the light theme after a run.
 // Screenshots land in e2e-results/ for a person to look at.
 import { expect, test, type Page } from '@playwright/test';
+import { readFileSync } from 'node:fs';
 import { chooseLanguage, setParam, shot } from './helpers';
+
+/** The Chinese text of the pipeline's node types (src/i18n/nodes/zh-TW/pipeline.json). */
+const zhNodes: Record<string, { description: string; params?: Record<string, string>; inputs?: Record<string, string> }> =
+  JSON.parse(readFileSync(new URL('../src/i18n/nodes/zh-TW/pipeline.json', import.meta.url), 'utf8'));
+const containing = (text: string) => new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
 
 test('switching to 繁體中文 turns the toolbar, palette and run messages Chinese, and survives a reload', async ({ page }) => {
   await page.goto('/');
@@ -35,7 +41,7 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
   await expect(page.getByTestId('run')).toContainText('執行');
   await expect(page.getByTestId('palette-search')).toHaveAttribute('placeholder', '搜尋節點');
 
-  // A whole run in Chinese: the editor's own messages are Chinese; node descriptions stay the server's English.
+  // A whole run in Chinese: the editor's messages, and the nodes' descriptions, params and ports.
   await page.goto('/?example=toy-mlp');
   await expect(page.getByTestId('node-start')).toBeVisible();
   await expect(page.getByTestId('messages')).toContainText('已開啟「');
@@ -51,6 +57,22 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
   await expect(page.getByTestId('loss-chart')).toContainText('訓練損失');
   await expect(page.getByTestId('node-train')).toContainText('第 3/3 輪');
   await shot(page, 'i18n-02-toy-mlp-run');
+
+  const loop = zhNodes.TrainingLoop!;
+  await expect(page.getByTestId('palette-item-TrainingLoop').locator('.palette-desc')).toHaveText(loop.description);
+  const train = page.getByTestId('node-train');
+  await expect(train.locator('.cnode-title')).toHaveAttribute('title', loop.description);
+  await expect(train.locator('.cnode-title')).toHaveText('TrainingLoop'); // names stay as graph files write them
+  await expect(train.locator('.port-label.in', { hasText: 'model' })).toHaveAttribute('title', containing(loop.inputs!.model!));
+  await train.locator('.cnode-title').click();
+  const panel = page.getByTestId('side-panel');
+  await expect(panel).toContainText(loop.description);
+  await expect(panel.locator('.param', { has: page.getByTestId('panel-param-train-epochs') })).toHaveAttribute(
+    'title',
+    containing(loop.params!.epochs!),
+  );
+  await shot(page, 'i18n-02b-node-text');
+  await page.keyboard.press('Escape');
 
   // Back to English without a reload: every visible string follows.
   await chooseLanguage(page, 'en');

@@ -8,7 +8,10 @@ import { zhTW } from '../src/i18n/zh-TW';
 import { BottomPanel } from '../src/panels/BottomPanel';
 import { LanguageSelect } from '../src/panels/LanguageSelect';
 import { ReactFlowProvider } from '@xyflow/react';
-import { resetEditorForTests } from '../src/store/editorStore';
+import { resetEditorForTests, useEditor } from '../src/store/editorStore';
+import { Palette } from '../src/panels/Palette';
+import { nodeTexts } from '../src/i18n/nodeText';
+import { defsByName, nodeDefs } from './helpers';
 
 const slots = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 
@@ -87,5 +90,28 @@ describe('switching the language', () => {
     expect((screen.getByTestId('language-select') as HTMLSelectElement).value).toBe('zh-TW');
     act(() => setLocale('en'));
     expect(screen.getByText('Warnings, errors and run notes appear here.')).toBeTruthy();
+  });
+
+  it('shows node descriptions in the chosen language in the palette, and finds nodes by them', () => {
+    resetEditorForTests();
+    useEditor.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
+    render(
+      <ReactFlowProvider>
+        <Palette />
+      </ReactFlowProvider>,
+    );
+    const desc = () => screen.getByTestId('palette-item-Conv2d').querySelector('.palette-desc')?.textContent;
+    expect(desc()).toBe(defsByName.Conv2d!.description);
+    act(() => setLocale('zh-TW'));
+    const zh = nodeTexts('zh-TW')!.Conv2d!.description!;
+    expect(desc()).toBe(zh);
+    expect(screen.getByTestId('palette-item-Conv2d').getAttribute('title')).toBe(zh);
+    // A search in Chinese finds it by its description (the name is still Conv2d).
+    const word = zh.replace(/[^\u4e00-\u9fff]/g, '').slice(0, 3);
+    fireEvent.change(screen.getByTestId('palette-search'), { target: { value: word } });
+    expect(screen.getByTestId('palette-item-Conv2d')).toBeTruthy();
+    act(() => setLocale('en'));
+    fireEvent.change(screen.getByTestId('palette-search'), { target: { value: '' } });
+    expect(desc()).toBe(defsByName.Conv2d!.description);
   });
 });

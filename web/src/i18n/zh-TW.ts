@@ -54,7 +54,7 @@ export const zhTW: Messages = {
   'category.llm': '大型語言模型',
   'category.normalization': '正規化',
   'category.rl': '強化學習',
-  'category.rnn': '循環神經網路',
+  'category.rnn': '遞迴神經網路',
   'category.tensor_operations': '張量運算',
   'category.transformer': 'Transformer 架構',
   'category.vision': '電腦視覺',

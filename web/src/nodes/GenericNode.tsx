@@ -9,6 +9,7 @@ import { effectiveValue } from '../graph/params';
 import { shapeOf, TRIGGER_HANDLE, type EdgeEnds } from '../graph/ports';
 import { TRIGGER, typeColorVar } from '../graph/typeRules';
 import { useT } from '../i18n';
+import { useLocalizedDef } from '../i18n/nodeText';
 import { useEditor } from '../store/editorStore';
 import { AdvancedFold } from './AdvancedFold';
 import { ParamField } from './ParamField';
@@ -55,7 +56,7 @@ function PortLabel({ port, side }: { port: PortDefinition; side: 'in' | 'out' })
 /** Any node, drawn from its definition: title, typed ports, params in place, status, training progress. */
 export const GenericNode = memo(function GenericNode({ id, data, selected }: NodeProps<CodefyNode>) {
   const t = useT();
-  const def = useEditor((s) => s.defs[data.nodeType]);
+  const def = useLocalizedDef(data.nodeType);
   const ownEdges = useOwnEdges(id, !def);
   const status = useEditor((s) => s.run.statuses[id] ?? 'idle');
   const progress = useEditor((s) => s.run.progress[id]);

@@ -3,6 +3,7 @@ import { useMemo, useState, type DragEvent } from 'react';
 import type { NodeDefinition } from '../api/types';
 import { PALETTE_MIME } from '../canvas/dnd';
 import { useT, type MessageKey } from '../i18n';
+import { useLocalizedDefList } from '../i18n/nodeText';
 import { useEditor } from '../store/editorStore';
 
 /** The server's category names with a translation (others are shown as the server names them). */
@@ -52,7 +53,7 @@ export function groupDefinitions(defs: readonly NodeDefinition[], query: string)
 
 export function Palette() {
   const t = useT();
-  const defs = useEditor((s) => s.defList);
+  const defs = useLocalizedDefList();
   const status = useEditor((s) => s.status);
   const [query, setQuery] = useState('');
   const groups = useMemo(() => groupDefinitions(defs, query), [defs, query]);

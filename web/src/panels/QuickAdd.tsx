@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import type { NodeDefinition } from '../api/types';
 import { useT } from '../i18n';
+import { useLocalizedDefList } from '../i18n/nodeText';
 import { useEditor } from '../store/editorStore';
 
 const SHOWN = 12;
@@ -28,7 +29,7 @@ export function rankDefinitions(defs: readonly NodeDefinition[], query: string):
 export function QuickAdd() {
   const t = useT();
   const spot = useEditor((s) => s.quickAdd);
-  const defs = useEditor((s) => s.defList);
+  const defs = useLocalizedDefList();
   const [query, setQuery] = useState('');
   const [index, setIndex] = useState(0);
   const input = useRef<HTMLInputElement>(null);
