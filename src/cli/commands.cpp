@@ -8,6 +8,7 @@
 #include "dist/process_group.h"
 #include "engine/executor.h"
 #include "graph/validate.h"
+#include "model/layer_catalog.h"
 #include "nodes/library.h"
 #include "server/api.h"
 #include "server/http_server.h"
@@ -450,6 +451,25 @@ int list_nodes(bool json) {
       std::printf("%s\n", category.c_str());
     }
     std::printf("  %-16s %s\n", t->def.name.c_str(), t->def.description.c_str());
+  }
+  return kExitOk;
+}
+
+int list_layers(bool json) {
+  const nlohmann::json catalog = model::layer_catalog_json();
+  if (json) {
+    std::printf("%s\n", catalog.dump(2).c_str());
+    return kExitOk;
+  }
+  std::string category;
+  for (const auto& t : catalog) {
+    if (t["category"] != category) {
+      category = t["category"].get<std::string>();
+      std::printf("%s\n", category.c_str());
+    }
+    std::string params;
+    for (const auto& p : t["params"]) params += (params.empty() ? "" : " ") + p["name"].get<std::string>();
+    std::printf("  %-22s %s\n", t["type"].get<std::string>().c_str(), params.c_str());
   }
   return kExitOk;
 }

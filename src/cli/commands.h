@@ -76,6 +76,8 @@ int launch_run(const RunCommand& cmd);
 int serve(const ServeCommand& cmd);
 int validate_graph(const std::string& path, bool json);
 int list_nodes(bool json);
+/// The layer types a SequentialModel's spec takes, with their params (json: GET /api/layers' body).
+int list_layers(bool json);
 int show_devices(bool json);
 
 /// Starts the thread that turns SIGINT/SIGTERM into a cancellation of the

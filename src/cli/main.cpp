@@ -64,6 +64,11 @@ int main(int argc, char** argv) {
   auto* nodes_cmd = app.add_subcommand("nodes", "List node types (--json: CodefyUI's /api/nodes shape)");
   nodes_cmd->add_flag("--json", nodes_json, "JSON output");
 
+  bool layers_json = false;
+  auto* layers_cmd =
+      app.add_subcommand("layers", "List the layer types a SequentialModel's spec takes (--json: /api/layers' shape)");
+  layers_cmd->add_flag("--json", layers_json, "JSON output");
+
   ServeCommand serve_opts;
   auto* serve_cmd = app.add_subcommand("serve", "The HTTP API for the editor and scripts");
   serve_cmd->add_option("--host", serve_opts.host, "Address to listen on")->capture_default_str();
@@ -122,6 +127,7 @@ int main(int argc, char** argv) {
   if (*run_cmd) return run.nproc_per_node > 0 ? launch_run(run) : run_graph(run);
   if (*validate_cmd) return validate_graph(validate_path, validate_json);
   if (*nodes_cmd) return list_nodes(nodes_json);
+  if (*layers_cmd) return list_layers(layers_json);
   if (*devices_cmd) return show_devices(devices_json);
   if (*serve_cmd) return serve(serve_opts);
   return kExitUsage;

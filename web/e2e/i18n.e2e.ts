@@ -8,6 +8,10 @@ import { chooseLanguage, setParam, shot } from './helpers';
 /** The Chinese text of the pipeline's node types (src/i18n/nodes/zh-TW/pipeline.json). */
 const zhNodes: Record<string, { description: string; params?: Record<string, string>; inputs?: Record<string, string> }> =
   JSON.parse(readFileSync(new URL('../src/i18n/nodes/zh-TW/pipeline.json', import.meta.url), 'utf8'));
+/** The Chinese text of the layer types' params (src/i18n/nodes/zh-TW/layer-types.json). */
+const zhLayers: Record<string, { params: Record<string, string> }> = JSON.parse(
+  readFileSync(new URL('../src/i18n/nodes/zh-TW/layer-types.json', import.meta.url), 'utf8'),
+);
 const containing = (text: string) => new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
 
 test('switching to 繁體中文 turns the toolbar, palette and run messages Chinese, and survives a reload', async ({ page }) => {
@@ -72,6 +76,17 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
     containing(loop.params!.epochs!),
   );
   await shot(page, 'i18n-02b-node-text');
+  // The layer editor: each layer param's hint, and the layer categories.
+  await page.getByTestId('node-mlp').locator('.cnode-title').click();
+  await page.getByTestId('layer-editor-open').click();
+  await expect(page.getByTestId('layer-editor')).toBeVisible();
+  await expect(page.locator('label.layer-param', { has: page.getByTestId('layer-param-0-in_features') })).toHaveAttribute(
+    'title',
+    containing(zhLayers.Linear!.params.in_features!),
+  );
+  await expect(page.getByTestId('layer-add-type').locator('optgroup[label="線性層"]')).toHaveCount(1);
+  await shot(page, 'i18n-02c-layer-editor');
+  await page.getByTestId('layer-editor-close').click();
   await page.keyboard.press('Escape');
 
   // Back to English without a reload: every visible string follows.

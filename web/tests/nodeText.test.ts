@@ -1,7 +1,15 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import type { LayerTypeDefinition } from '../src/api/layers';
 import type { NodeDefinition } from '../src/api/types';
-import { localizeDef, localizeDefs, nodeTexts } from '../src/i18n/nodeText';
+import { layerTexts, localizeDef, localizeDefs, localizeLayerType, nodeTexts } from '../src/i18n/nodeText';
 import { def, defsByName, nodeDefs } from './helpers';
+
+/** GET /api/layers as this repository's server answers it (`codefy layers --json`). */
+const layerDefs: LayerTypeDefinition[] = JSON.parse(
+  readFileSync(new URL('./fixtures/layers.json', import.meta.url), 'utf8'),
+);
+const zhLayers = layerTexts('zh-TW')!;
 
 const zh = nodeTexts('zh-TW')!;
 const HAN = /[\u4e00-\u9fff]/;
@@ -90,5 +98,48 @@ describe('localizeDef', () => {
   it('leaves a node type without text as the server describes it', () => {
     const plugin: NodeDefinition = { ...conv, node_name: 'SomePlugin:Node', description: 'A node from a plugin' };
     expect(localizeDef(plugin, 'zh-TW')).toBe(plugin);
+  });
+});
+
+describe('layer param text in Traditional Chinese', () => {
+  it('covers every param of every layer type the server describes, in Chinese with the numbers of the English', () => {
+    const wrong: string[] = [];
+    const numbers = (s: string) => (s.match(/\d+(?:\.\d+)?/g) ?? []).sort().join();
+    for (const d of layerDefs)
+      for (const p of d.params) {
+        if (!p.description) continue;
+        const zhText = zhLayers[d.type]?.params?.[p.name];
+        if (!zhText || !HAN.test(zhText)) wrong.push(`${d.type}.${p.name}: missing`);
+        else if (numbers(zhText) !== numbers(p.description)) wrong.push(`${d.type}.${p.name}: numbers`);
+      }
+    expect(wrong).toEqual([]);
+  });
+
+  it('names no layer type or param the server does not offer, and says the same English the same way', () => {
+    const stray: string[] = [];
+    const said = new Map<string, Set<string>>();
+    for (const [type, text] of Object.entries(zhLayers)) {
+      const d = layerDefs.find((l) => l.type === type);
+      if (!d) stray.push(type);
+      for (const [name, zhText] of Object.entries(text.params ?? {})) {
+        const p = d?.params.find((q) => q.name === name);
+        if (!p) stray.push(`${type}.${name}`);
+        else said.set(p.description, (said.get(p.description) ?? new Set()).add(zhText));
+      }
+    }
+    expect(stray).toEqual([]);
+    expect([...said].filter(([, ways]) => ways.size > 1)).toEqual([]);
+  });
+
+  it('localizeLayerType keeps names, kinds and defaults, and gives one object per type and locale', () => {
+    const conv = layerDefs.find((l) => l.type === 'Conv2d')!;
+    const out = localizeLayerType(conv, 'zh-TW');
+    expect(out).toBe(localizeLayerType(conv, 'zh-TW'));
+    expect(localizeLayerType(conv, 'en')).toBe(conv);
+    expect(out.params.map((p) => [p.name, p.param_type, p.default, p.required])).toEqual(
+      conv.params.map((p) => [p.name, p.param_type, p.default, p.required]),
+    );
+    expect(out.params.find((p) => p.name === 'stride')!.description).toBe(zhLayers.Conv2d!.params!.stride);
+    expect(conv.params.find((p) => p.name === 'stride')!.description).not.toBe(zhLayers.Conv2d!.params!.stride);
   });
 });

@@ -1,13 +1,15 @@
-// Node definitions in the current language. The server describes its nodes in
-// English; a locale's table (nodes/zh-TW.ts) gives its own text for a node
-// type's description, params and ports, and whatever it leaves out stays as
-// the server wrote it. Names (node types, params, ports) are never translated:
-// they are what graph files and the server read.
+// Node and layer definitions in the current language. The server describes
+// its node types and a SequentialModel's layer types in English; a locale's
+// tables (nodes/zh-TW.ts) give their own text for a node type's description,
+// params and ports and a layer type's params, and whatever they leave out
+// stays as the server wrote it. Names (types, params, ports) are never
+// translated: they are what graph files and the server read.
 import { useMemo } from 'react';
+import type { LayerTypeDefinition } from '../api/layers';
 import type { NodeDefinition } from '../api/types';
 import { useEditor } from '../store/editorStore';
 import { useLocale, type Locale } from './index';
-import { zhTWNodes } from './nodes/zh-TW';
+import { zhTWLayers, zhTWNodes } from './nodes/zh-TW';
 
 /** One node type's text in a language, by the names the server gives. */
 export interface NodeText {
@@ -19,11 +21,24 @@ export interface NodeText {
 
 export type NodeTexts = Record<string, NodeText>;
 
-const TABLES: Partial<Record<Locale, NodeTexts>> = { 'zh-TW': zhTWNodes };
+/** One layer type's param text in a language, by param name. */
+export interface LayerText {
+  params?: Record<string, string>;
+}
 
-/** The text table of `locale` (none for English, the server's own language). */
+export type LayerTexts = Record<string, LayerText>;
+
+const TABLES: Partial<Record<Locale, NodeTexts>> = { 'zh-TW': zhTWNodes };
+const LAYER_TABLES: Partial<Record<Locale, LayerTexts>> = { 'zh-TW': zhTWLayers };
+
+/** The node text table of `locale` (none for English, the server's own language). */
 export function nodeTexts(locale: Locale): NodeTexts | undefined {
   return TABLES[locale];
+}
+
+/** The layer text table of `locale` (none for English). */
+export function layerTexts(locale: Locale): LayerTexts | undefined {
+  return LAYER_TABLES[locale];
 }
 
 /** `list` with the description of each item `texts` has text for replaced by it. */
@@ -69,6 +84,21 @@ export function localizeDefs(defs: Record<string, NodeDefinition>, locale: Local
   const out: Record<string, NodeDefinition> = {};
   for (const [name, d] of Object.entries(defs)) out[name] = localizeDef(d, locale);
   if (!byLocale) recordCache.set(defs, (byLocale = new Map()));
+  byLocale.set(locale, out);
+  return out;
+}
+
+const layerCache = new WeakMap<LayerTypeDefinition, Map<Locale, LayerTypeDefinition>>();
+
+/** `def` with its params' descriptions in `locale` where the table has them. */
+export function localizeLayerType(def: LayerTypeDefinition, locale: Locale): LayerTypeDefinition {
+  const text = layerTexts(locale)?.[def.type];
+  if (!text) return def;
+  let byLocale = layerCache.get(def);
+  const hit = byLocale?.get(locale);
+  if (hit) return hit;
+  const out: LayerTypeDefinition = { ...def, params: described(def.params, text.params) };
+  if (!byLocale) layerCache.set(def, (byLocale = new Map()));
   byLocale.set(locale, out);
   return out;
 }

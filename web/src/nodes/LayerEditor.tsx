@@ -17,7 +17,8 @@ import {
   type Chain,
   type SpecNode,
 } from '../graph/layerSpec';
-import { t, useLocale } from '../i18n';
+import { t, useLocale, type MessageKey } from '../i18n';
+import { localizeLayerType } from '../i18n/nodeText';
 import { useEditor } from '../store/editorStore';
 import { useLayerStore } from '../store/layerStore';
 import '../styles/layers.css';
@@ -56,6 +57,20 @@ interface LayerEditorProps {
   onClose(): void;
 }
 
+/** The server's layer categories with a translation (others are shown as the server names them). */
+const LAYER_CATEGORY_LABEL: Record<string, MessageKey> = {
+  Activation: 'layers.category.activation',
+  Attention: 'layers.category.attention',
+  Convolution: 'layers.category.convolution',
+  Linear: 'layers.category.linear',
+  Merge: 'layers.category.merge',
+  Normalization: 'layers.category.normalization',
+  Pooling: 'layers.category.pooling',
+  Recurrent: 'layers.category.recurrent',
+  Regularization: 'layers.category.regularization',
+  Utility: 'layers.category.utility',
+};
+
 /**
  * SequentialModel's layers as a list in evaluation order, each with its
  * params, output shape and weight count for a sample input (from the
@@ -65,8 +80,9 @@ interface LayerEditorProps {
  * edited as raw JSON.
  */
 export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorProps) {
-  useLocale(); // re-render in the chosen language
-  const types = useLayerStore((s) => s.types);
+  const locale = useLocale(); // and re-render in the chosen language
+  const serverTypes = useLayerStore((s) => s.types);
+  const types = useMemo(() => serverTypes.map((d) => localizeLayerType(d, locale)), [serverTypes, locale]);
   const typesStatus = useLayerStore((s) => s.typesStatus);
   const parsed = useMemo(() => parseSpec(value), [value]);
   const chain = useMemo(() => (parsed.ok ? chainOf(parsed.spec) : null), [parsed]);
@@ -471,7 +487,7 @@ function AddLayer(p: {
         {t('layers.addType')}
         <select data-testid="layer-add-type" value={def?.type ?? ''} onChange={(e) => setType(e.target.value)}>
           {categories.map((c) => (
-            <optgroup key={c} label={c}>
+            <optgroup key={c} label={LAYER_CATEGORY_LABEL[c] ? t(LAYER_CATEGORY_LABEL[c]) : c}>
               {layers
                 .filter((d) => d.category === c)
                 .map((d) => (
