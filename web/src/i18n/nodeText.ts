@@ -50,57 +50,51 @@ function described<T extends { name: string; description: string }>(list: T[], t
   });
 }
 
-// One translated object per (definition, locale): components memoize on the
-// definition's identity, which must not change from one render to the next.
-const cache = new WeakMap<NodeDefinition, Map<Locale, NodeDefinition>>();
+/**
+ * A memo of one translated object per (object, locale): components memoize on
+ * a definition's identity, which must not change from one render to the next.
+ */
+function perLocale<T extends object>(): (item: T, locale: Locale, make: () => T) => T {
+  const cache = new WeakMap<T, Map<Locale, T>>();
+  return (item, locale, make) => {
+    let byLocale = cache.get(item);
+    if (!byLocale) cache.set(item, (byLocale = new Map()));
+    let out = byLocale.get(locale);
+    if (!out) byLocale.set(locale, (out = make()));
+    return out;
+  };
+}
+
+const defMemo = perLocale<NodeDefinition>();
+const recordMemo = perLocale<Record<string, NodeDefinition>>();
+const layerMemo = perLocale<LayerTypeDefinition>();
 
 /** `def` with its description, params' and ports' descriptions in `locale` where the table has them. */
 export function localizeDef(def: NodeDefinition, locale: Locale): NodeDefinition {
   const text = nodeTexts(locale)?.[def.node_name];
   if (!text) return def;
-  let byLocale = cache.get(def);
-  const hit = byLocale?.get(locale);
-  if (hit) return hit;
-  const out: NodeDefinition = {
+  return defMemo(def, locale, () => ({
     ...def,
     description: text.description ?? def.description,
     params: described(def.params, text.params),
     inputs: described(def.inputs, text.inputs),
     outputs: described(def.outputs, text.outputs),
-  };
-  if (!byLocale) cache.set(def, (byLocale = new Map()));
-  byLocale.set(locale, out);
-  return out;
+  }));
 }
-
-const recordCache = new WeakMap<Record<string, NodeDefinition>, Map<Locale, Record<string, NodeDefinition>>>();
 
 /** Every definition of `defs` in `locale`, the same object for the same record and locale. */
 export function localizeDefs(defs: Record<string, NodeDefinition>, locale: Locale): Record<string, NodeDefinition> {
   if (!nodeTexts(locale)) return defs;
-  let byLocale = recordCache.get(defs);
-  const hit = byLocale?.get(locale);
-  if (hit) return hit;
-  const out: Record<string, NodeDefinition> = {};
-  for (const [name, d] of Object.entries(defs)) out[name] = localizeDef(d, locale);
-  if (!byLocale) recordCache.set(defs, (byLocale = new Map()));
-  byLocale.set(locale, out);
-  return out;
+  return recordMemo(defs, locale, () =>
+    Object.fromEntries(Object.entries(defs).map(([name, d]) => [name, localizeDef(d, locale)])),
+  );
 }
-
-const layerCache = new WeakMap<LayerTypeDefinition, Map<Locale, LayerTypeDefinition>>();
 
 /** `def` with its params' descriptions in `locale` where the table has them. */
 export function localizeLayerType(def: LayerTypeDefinition, locale: Locale): LayerTypeDefinition {
   const text = layerTexts(locale)?.[def.type];
   if (!text) return def;
-  let byLocale = layerCache.get(def);
-  const hit = byLocale?.get(locale);
-  if (hit) return hit;
-  const out: LayerTypeDefinition = { ...def, params: described(def.params, text.params) };
-  if (!byLocale) layerCache.set(def, (byLocale = new Map()));
-  byLocale.set(locale, out);
-  return out;
+  return layerMemo(def, locale, () => ({ ...def, params: described(def.params, text.params) }));
 }
 
 /** The server's node definitions by type, in the current language. */
