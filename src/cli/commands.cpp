@@ -412,6 +412,12 @@ int serve(const ServeCommand& cmd) {
     else
       std::printf("  editor: http://%s:%u/ (from %s)\n", cmd.host == "0.0.0.0" ? "127.0.0.1" : cmd.host.c_str(), port,
                   options.web_dir.string().c_str());
+    if (options.runner.run_priority.idle)
+      std::printf(
+          "  runs compute at idle priority: on the CPU time nothing else asks for (--run-priority 0: the "
+          "server's own)\n");
+    else if (options.runner.run_priority.niceness > 0)
+      std::printf("  runs compute at nice %d (--run-priority)\n", options.runner.run_priority.niceness);
     if (!options.cors_origins.empty())
       std::printf("  also answers editors at %s (CODEFYUI_CORS_ORIGINS changes the list)\n",
                   util::join(options.cors_origins, ", ").c_str());

@@ -61,8 +61,8 @@ bool lower_this_thread(const ComputePriority& priority) {
   const sched_param param{};
   if (priority.idle) return sched_setscheduler(tid, SCHED_IDLE, &param) == 0;
   if (priority.niceness <= 0) return true;
-  // SCHED_BATCH: a waking I/O thread preempts it at once (no wake-up bonus
-  // for the compute thread); the nice value shares the CPU under load.
+  // SCHED_BATCH: no wake-up preemption by the compute thread; the nice value
+  // shares the CPU under load.
   const bool batch = sched_setscheduler(tid, SCHED_BATCH, &param) == 0;
   errno = 0;
   const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
@@ -79,8 +79,6 @@ std::optional<ComputePriority> ComputePriority::parse(std::string_view text) {
   if (!n || *n < 0 || *n > 19) return std::nullopt;
   return ComputePriority{false, static_cast<int>(*n)};
 }
-
-std::string ComputePriority::text() const { return idle ? "idle" : std::to_string(niceness); }
 
 bool lower_compute_priority(const ComputePriority& priority) {
   std::atomic<bool> ok{lower_this_thread(priority)};

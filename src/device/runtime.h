@@ -48,8 +48,6 @@ struct ComputePriority {
 
   /// "idle" or a nice value 0-19; nullopt for anything else.
   static std::optional<ComputePriority> parse(std::string_view text);
-  /// The text parse() reads back ("idle", "10").
-  std::string text() const;
 };
 
 /// Lowers the scheduling priority of the calling thread and of LibTorch's

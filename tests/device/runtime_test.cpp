@@ -49,8 +49,8 @@ TEST(ComputePriority, ReadsIdleOrANiceValue) {
   EXPECT_TRUE(ComputePriority::parse("idle")->idle);
   EXPECT_EQ(ComputePriority::parse("7")->niceness, 7);
   EXPECT_FALSE(ComputePriority::parse("7")->idle);
-  EXPECT_EQ(ComputePriority::parse("0")->text(), "0");
-  EXPECT_EQ(ComputePriority{}.text(), "idle");
+  EXPECT_EQ(ComputePriority::parse("0")->niceness, 0);
+  EXPECT_TRUE(ComputePriority{}.idle);
   for (const char* bad : {"", "20", "-1", "low", "idle ", "1.5"}) EXPECT_FALSE(ComputePriority::parse(bad)) << bad;
 }
 
