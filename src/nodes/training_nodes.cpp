@@ -5,6 +5,8 @@
 #include "device/runtime.h"
 #include "train/data_parallel.h"
 #include "train/trainer.h"
+#include "util/list.h"
+#include "util/parse.h"
 
 #include <torch/torch.h>
 
@@ -73,19 +75,10 @@ RankPeaks peaks_over_ranks(train::DataParallel& world, c10::Device device) {
 /// "0.9, 0.999" → {0.9, 0.999}.
 std::vector<double> parse_numbers(const std::string& s, const std::string& param) {
   std::vector<double> v;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    if (item.empty()) continue;
-    try {
-      size_t used = 0;
-      v.push_back(std::stod(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      NodeContext::fail_param(param, "\"" + item + "\" is not a number (expected a comma-separated list)");
-    }
+  for (const auto& item : util::split_list(s)) {
+    const auto x = util::parse_double(item);
+    if (!x) NodeContext::fail_param(param, "\"" + item + "\" is not a number (expected a comma-separated list)");
+    v.push_back(*x);
   }
   return v;
 }
@@ -291,9 +284,10 @@ void register_training_loop(NodeRegistry& r) {
     if (ctx.param_string("strategy") == "ddp") {
       const auto& world = ctx.run().data_parallel;
       if (!world) {
-        ctx.warn("strategy ddp needs several processes and this run is one (start it with `codefy run "
-                 "--nproc-per-node N`, or queue it to a server worker with several: two or more cards, or "
-                 "`codefy serve --worker cpu2=cpu*2`); training in a single process");
+        ctx.warn(
+            "strategy ddp needs several processes and this run is one (start it with `codefy run "
+            "--nproc-per-node N`, or queue it to a server worker with several: two or more cards, or "
+            "`codefy serve --worker cpu2=cpu*2`); training in a single process");
       } else if (world->world_size() < 2) {
         ctx.warn("strategy ddp with a world of 1 process: training in a single process");
       } else {
@@ -317,8 +311,8 @@ void register_training_loop(NodeRegistry& r) {
       const int chosen = device::threads_for_work(work, device::usable_cpus());
       threads.emplace(chosen);
       std::ostringstream why;
-      why << chosen << (chosen == 1 ? " thread" : " threads") << " for " << std::setprecision(2)
-          << work << " multiply-adds per forward batch (one thread below " << device::kOneThreadBelowMultiplyAdds
+      why << chosen << (chosen == 1 ? " thread" : " threads") << " for " << std::setprecision(2) << work
+          << " multiply-adds per forward batch (one thread below " << device::kOneThreadBelowMultiplyAdds
           << "; --threads N sets it)";
       o.threads_reason = why.str();
     }

@@ -1,5 +1,7 @@
 #include "train/classic.h"
 
+#include "util/parse.h"
+
 #include <torch/torch.h>
 
 #include <libsvm/svm.h>
@@ -699,13 +701,9 @@ SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_t
   } else if (options.gamma == "auto") {
     param.gamma = 1.0 / static_cast<double>(f);
   } else {
-    size_t used = 0;
-    try {
-      param.gamma = std::stod(options.gamma, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != options.gamma.size() || !(param.gamma > 0))
+    const auto gamma = util::parse_double(options.gamma);
+    param.gamma = gamma.value_or(0.0);
+    if (!(param.gamma > 0))
       throw std::invalid_argument("gamma must be \"scale\", \"auto\" or a positive number, got \"" + options.gamma +
                                   "\"");
   }
@@ -743,9 +741,8 @@ SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_t
   prob.x = row_ptrs.data();
   if (const char* err = svm_check_parameter(&prob, &param)) throw std::runtime_error(std::string("LIBSVM: ") + err);
   svm_set_print_string_function(&quiet);
-  std::unique_ptr<svm_model, void (*)(svm_model*)> model(svm_train(&prob, &param), [](svm_model* m) {
-    svm_free_and_destroy_model(&m);
-  });
+  std::unique_ptr<svm_model, void (*)(svm_model*)> model(svm_train(&prob, &param),
+                                                         [](svm_model* m) { svm_free_and_destroy_model(&m); });
   if (!model) throw std::runtime_error("LIBSVM could not train a model");
 
   const torch::Tensor q = x_query.to(torch::kFloat64).contiguous();
@@ -762,9 +759,8 @@ SvmResult fit_predict_svm(const torch::Tensor& x_train, const torch::Tensor& y_t
   svm_get_sv_indices(model.get(), sv.data());
   std::vector<int64_t> original(sv.size());
   for (size_t i = 0; i < sv.size(); ++i) original[i] = order[sv[i] - 1];
-  std::stable_sort(original.begin(), original.end(), [&](int64_t a, int64_t b) {
-    return y[a] != y[b] ? y[a] < y[b] : a < b;
-  });
+  std::stable_sort(original.begin(), original.end(),
+                   [&](int64_t a, int64_t b) { return y[a] != y[b] ? y[a] < y[b] : a < b; });
   r.support_vectors = x_train.to(torch::kFloat32).index_select(0, torch::tensor(original, torch::kInt64));
   return r;
 }

@@ -1,5 +1,6 @@
-// Whole numbers from text the user wrote: query strings, flags, environment
-// variables, layer specs. One parser, so they all accept the same things.
+// Numbers from text the user wrote: query strings, flags, environment
+// variables, layer specs, params. One parser per kind, so they all accept the
+// same things.
 #pragma once
 
 #include <charconv>
@@ -17,6 +18,16 @@ inline std::optional<int64_t> parse_int(std::string_view text) {
   // from_chars rejects an explicit plus; strip one, but not in front of a second sign ("+-3").
   if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
   int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+/// `text` as a number ("0.9", "-1e-3", "+2", "inf"); nullopt unless all of it
+/// is one, or when it is out of double's range.
+inline std::optional<double> parse_double(std::string_view text) {
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
+  double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;

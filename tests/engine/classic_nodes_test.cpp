@@ -189,10 +189,10 @@ GraphBuilder classifier_graph(const json& data_params, const std::string& type, 
 TEST(ClassicNodes, KnnMatchesBruteForceVotes) {
   for (const auto& c : golden()["knn"]) {
     SCOPED_TRACE(c["dataset"].get<std::string>());
-    auto r = run_graph(classifier_graph(golden()["datasets"][c["dataset"].get<std::string>()]["params"], "KNN",
-                                        {{"n_neighbors", c["n_neighbors"]}, {"weights", c["weights"]},
-                                         {"metric", c["metric"]}})
-                           .g);
+    auto r = run_graph(
+        classifier_graph(golden()["datasets"][c["dataset"].get<std::string>()]["params"], "KNN",
+                         {{"n_neighbors", c["n_neighbors"]}, {"weights", c["weights"]}, {"metric", c["metric"]}})
+            .g);
     const torch::Tensor want = golden_tensor(c["probabilities"]).to(torch::kFloat32);
     EXPECT_TRUE(torch::allclose(tensor(r, "model", "probabilities"), want, 1e-6, 1e-6));
     EXPECT_EQ(list(r, "model", "predictions"), json(strings_of(c["predictions"])));
@@ -277,7 +277,8 @@ TEST(ClassicNodes, DecisionTreeOnAHandSetGivesItsOneRule) {
   ASSERT_EQ(t.nodes.size(), 3u);
   EXPECT_EQ(t.nodes[0].feature, 0);
   EXPECT_DOUBLE_EQ(t.nodes[0].threshold, 3.5);
-  EXPECT_EQ(t.to_text({"a", "b"}), "|--- feature_0 <= 3.50\n|   |--- class: a\n|--- feature_0 >  3.50\n|   |--- class: b\n");
+  EXPECT_EQ(t.to_text({"a", "b"}),
+            "|--- feature_0 <= 3.50\n|   |--- class: a\n|--- feature_0 >  3.50\n|   |--- class: b\n");
   EXPECT_TRUE(torch::equal(t.feature_importances, torch::tensor({1.0, 0.0}, torch::kFloat64)));
   EXPECT_TRUE(torch::equal(t.predict(torch::tensor({3.4f, 0.f, 3.6f, 0.f}).reshape({2, 2})),
                            torch::tensor({0, 1}, torch::kInt64)));
@@ -286,13 +287,14 @@ TEST(ClassicNodes, DecisionTreeOnAHandSetGivesItsOneRule) {
 TEST(ClassicNodes, SvmOnAHandSetFindsTheMarginPoints) {
   // Points on a line: class 0 at -3, -2, -1; class 1 at 1, 2, 3. A linear SVM's
   // boundary is x = 0 and its support vectors are the two closest, -1 and 1.
-  const torch::Tensor x = torch::tensor({-3.f, 0.f, -2.f, 0.f, -1.f, 0.f, 1.f, 0.f, 2.f, 0.f, 3.f, 0.f}).reshape({6, 2});
+  const torch::Tensor x =
+      torch::tensor({-3.f, 0.f, -2.f, 0.f, -1.f, 0.f, 1.f, 0.f, 2.f, 0.f, 3.f, 0.f}).reshape({6, 2});
   const torch::Tensor y = torch::tensor({0, 0, 0, 1, 1, 1}, torch::kInt64);
   train::classic::SvmOptions o;
   o.kernel = "linear";
   o.C = 10;
-  const auto r = train::classic::fit_predict_svm(
-      x, y, torch::tensor({-0.1f, 5.f, 0.1f, -5.f, -4.f, 0.f}).reshape({3, 2}), o);
+  const auto r =
+      train::classic::fit_predict_svm(x, y, torch::tensor({-0.1f, 5.f, 0.1f, -5.f, -4.f, 0.f}).reshape({3, 2}), o);
   EXPECT_TRUE(torch::equal(r.predictions, torch::tensor({0, 1, 0}, torch::kInt64)));
   EXPECT_TRUE(torch::equal(r.support_vectors, torch::tensor({-1.f, 0.f, 1.f, 0.f}).reshape({2, 2})));
 }
@@ -475,6 +477,36 @@ TEST(ClassicNodes, BadInputNamesTheNodeThePortAndBothShapes) {
   EXPECT_EQ(e.detail(), "has 30 labels but features has 20 rows (shape [20, 2])");
 }
 
+TEST(ClassicNodes, NumbersTypedAsTextAreReadOrRefusedByName) {
+  // The SVM's gamma: "scale", "auto" or a positive number, spaces and other text refused.
+  const torch::Tensor x = torch::tensor({-2.f, 0.f, -1.f, 0.f, 1.f, 0.f, 2.f, 0.f}).reshape({4, 2});
+  const torch::Tensor y = torch::tensor({0, 0, 1, 1}, torch::kInt64);
+  train::classic::SvmOptions o;
+  o.gamma = "0.5";
+  EXPECT_TRUE(torch::equal(train::classic::fit_predict_svm(x, y, x, o).predictions, y));
+  for (const char* bad : {"0.5x", " 0.5", "-1", "0", "fast", ""}) {
+    o.gamma = bad;
+    EXPECT_THROW(train::classic::fit_predict_svm(x, y, x, o), std::invalid_argument) << bad;
+  }
+  // The Optimizer's betas: a comma-separated list, each item a number.
+  const json layers = {{"version", 2},
+                       {"nodes",
+                        {{{"id", "in"}, {"type", "Input"}, {"ports", {{{"id", "p"}, {"name", "x"}}}}},
+                         {{"id", "l"}, {"type", "Linear"}, {"params", {{"in_features", 2}, {"out_features", 2}}}},
+                         {{"id", "out"}, {"type", "Output"}, {"ports", {{{"id", "q"}, {"name", "y"}}}}}}},
+                       {"edges",
+                        {{{"source", "in"}, {"sourceHandle", "p"}, {"target", "l"}},
+                         {{"source", "l"}, {"target", "out"}, {"targetHandle", "q"}}}}};
+  const NodeError e = run_error(GraphBuilder()
+                                    .source("m", "SequentialModel", {{"layers", layers.dump()}})
+                                    .node("opt", "Optimizer", {{"type", "Adam"}, {"betas", "0.9, 0.99x"}})
+                                    .wire("m", "model", "opt", "model")
+                                    .g);
+  EXPECT_EQ(e.node_id(), "opt");
+  EXPECT_EQ(e.field(), "param \"betas\"");
+  EXPECT_NE(e.detail().find("\"0.99x\" is not a number"), std::string::npos) << e.what();
+}
+
 TEST(ClassicNodes, ExamplesRun) {
   const fs::path root = fs::path(CODEFY_SOURCE_DIR) / "examples";
   {
@@ -482,7 +514,8 @@ TEST(ClassicNodes, ExamplesRun) {
     EXPECT_GT(std::get<double>(r.outputs.at("accuracy").at("accuracy")), 0.85);
   }
   {
-    auto r = run_graph(codefy::testing::read_json_file(root / "moons-vs-circles/graph.json"), root / "moons-vs-circles");
+    auto r =
+        run_graph(codefy::testing::read_json_file(root / "moons-vs-circles/graph.json"), root / "moons-vs-circles");
     EXPECT_LT(std::get<double>(r.outputs.at("circles_logistic_acc").at("accuracy")), 0.75);
     EXPECT_GT(std::get<double>(r.outputs.at("circles_svm_acc").at("accuracy")), 0.95);
     EXPECT_GT(std::get<double>(r.outputs.at("moons_logistic_acc").at("accuracy")), 0.8);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 namespace codefy::util {
@@ -25,6 +26,20 @@ TEST(ParseInt, RefusesTwoSignsPartsAndOverflow) {
   EXPECT_EQ(parse_int(" 3"), std::nullopt);
   EXPECT_EQ(parse_int("1.5"), std::nullopt);
   EXPECT_EQ(parse_int("9223372036854775808"), std::nullopt);
+}
+
+TEST(ParseDouble, AcceptsWhatAUserTypesAsANumber) {
+  EXPECT_EQ(parse_double("0.9"), 0.9);
+  EXPECT_EQ(parse_double("-1e-3"), -1e-3);
+  EXPECT_EQ(parse_double("+2"), 2.0);
+  EXPECT_EQ(parse_double("3"), 3.0);
+  EXPECT_EQ(parse_double(".5"), 0.5);
+  EXPECT_TRUE(std::isinf(*parse_double("inf")));
+}
+
+TEST(ParseDouble, RefusesPartsSpacesTwoSignsAndOutOfRange) {
+  for (const char* bad : {"", "+", "1.5x", " 1", "1 ", "+-1", "1,5", "1e400", "0x"})
+    EXPECT_EQ(parse_double(bad), std::nullopt) << bad;
 }
 
 TEST(EnvCount, UnsetIsNoneAndBadValuesNameTheVariable) {
