@@ -13,25 +13,27 @@
 
 namespace codefy::util {
 
-/// `text` as a whole number ("12", "-3", "+7"); nullopt unless all of it is one.
-inline std::optional<int64_t> parse_int(std::string_view text) {
+namespace detail {
+
+/// All of `text` as a T by std::from_chars, with one optional sign; nullopt otherwise.
+template <class T>
+std::optional<T> parse_all(std::string_view text) {
   // from_chars rejects an explicit plus; strip one, but not in front of a second sign ("+-3").
   if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
-  int64_t value = 0;
+  T value{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
 }
 
+}  // namespace detail
+
+/// `text` as a whole number ("12", "-3", "+7"); nullopt unless all of it is one.
+inline std::optional<int64_t> parse_int(std::string_view text) { return detail::parse_all<int64_t>(text); }
+
 /// `text` as a number ("0.9", "-1e-3", "+2", "inf"); nullopt unless all of it
 /// is one, or when it is out of double's range.
-inline std::optional<double> parse_double(std::string_view text) {
-  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
+inline std::optional<double> parse_double(std::string_view text) { return detail::parse_all<double>(text); }
 
 /// The environment variable `name` as a whole number >= 0; nullopt when unset
 /// or empty. Throws std::invalid_argument naming it ("must be <what>") otherwise.
