@@ -2,8 +2,8 @@
 # Benchmark: requests/s and p99 latency of GET /api/health and GET /api/nodes
 # under wrk (Debian) on loopback, with the server idle and while it trains the
 # Fashion-MNIST example, for runs computing at the server's own priority
-# (--run-priority 0), at nice 10 (SCHED_BATCH) and at the default idle
-# (SCHED_IDLE), side by side in one run; and how long 400 updates of that
+# (--run-priority 0), at nice 10 (SCHED_BATCH) and at idle (SCHED_IDLE, what
+# CPU runs get by default), side by side in one run; and how long 400 updates of that
 # training take with and without an editor's load or wrk, at each priority.
 # Usage: bench/server.sh [seconds per measurement, default 10]
 set -euo pipefail

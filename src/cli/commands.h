@@ -54,8 +54,9 @@ struct ServeCommand {
   std::string web_dir;
   /// Seconds a ddp run's rank waits for the others.
   int dist_timeout_s = 60;
-  /// The priority runs compute at: "idle" (SCHED_IDLE) or a nice value (0: the server's own).
-  std::string run_priority = "idle";
+  /// The priority runs compute at: "auto" (idle on the CPU, nice 10 on a card), "idle"
+  /// (SCHED_IDLE) or a nice value (0: the server's own).
+  std::string run_priority = "auto";
   /// `NAME=DEVICE[,DEVICE...]`: a worker owning those devices (default: one per device).
   std::vector<std::string> workers;
   /// `DEVICE=MB`: a memory budget for that device (CPU budget, CUDA memory fraction).

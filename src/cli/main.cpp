@@ -87,13 +87,16 @@ int main(int argc, char** argv) {
                         "cpu*N (e.g. cpu2=cpu*2) starts N processes");
   serve_cmd
       ->add_option("--run-priority,--run-niceness", serve_opts.run_priority,
-                   "The priority runs compute at, so the server answers quickly meanwhile: idle (only CPU time "
-                   "nothing else asks for) or a nice value 1-19 (0: the server's own)")
+                   "The priority runs compute at, so the server answers quickly meanwhile: auto (idle for runs on "
+                   "the CPU, 10 for runs on a card), idle (only CPU time nothing else asks for) or a nice value "
+                   "1-19 (0: the server's own)")
       ->check(CLI::Validator(
           [](std::string& v) {
-            return codefy::device::ComputePriority::parse(v) ? std::string() : "expected idle or a nice value 0-19";
+            return v == "auto" || codefy::device::ComputePriority::parse(v)
+                       ? std::string()
+                       : "expected auto, idle or a nice value 0-19";
           },
-          "idle|0-19"))
+          "auto|idle|0-19"))
       ->capture_default_str();
   serve_cmd
       ->add_option("--dist-timeout", serve_opts.dist_timeout_s,

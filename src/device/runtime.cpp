@@ -80,6 +80,11 @@ std::optional<ComputePriority> ComputePriority::parse(std::string_view text) {
   return ComputePriority{false, static_cast<int>(*n)};
 }
 
+ComputePriority run_priority_for(const std::optional<ComputePriority>& asked, bool on_cpu) {
+  if (asked) return *asked;
+  return on_cpu ? ComputePriority{} : ComputePriority{false, 10};
+}
+
 bool lower_compute_priority(const ComputePriority& priority) {
   std::atomic<bool> ok{lower_this_thread(priority)};
   // One chunk per intra-op thread: with grain 1 and as many items as

@@ -50,6 +50,12 @@ struct ComputePriority {
   static std::optional<ComputePriority> parse(std::string_view text);
 };
 
+/// The priority a run computes at: `asked` when given, else (auto) idle for a
+/// run on the CPU, whose threads are the machine's compute, and SCHED_BATCH
+/// at nice 10 for a run on a card, whose threads feed it (launches, data):
+/// idle, they would leave the card waiting whenever another program is busy.
+ComputePriority run_priority_for(const std::optional<ComputePriority>& asked, bool on_cpu);
+
 /// Lowers the scheduling priority of the calling thread and of LibTorch's
 /// intra-op threads to `priority`, so a server's I/O threads answer quickly
 /// while a run computes (they win the CPU when they need it; the run gets it

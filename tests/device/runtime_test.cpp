@@ -54,6 +54,19 @@ TEST(ComputePriority, ReadsIdleOrANiceValue) {
   for (const char* bad : {"", "20", "-1", "low", "idle ", "1.5"}) EXPECT_FALSE(ComputePriority::parse(bad)) << bad;
 }
 
+TEST(ComputePriority, AutoIsIdleOnTheCpuAndNiceTenOnACardAndAnAskedOneIsKept) {
+  EXPECT_TRUE(run_priority_for(std::nullopt, /*on_cpu=*/true).idle);
+  const ComputePriority card = run_priority_for(std::nullopt, /*on_cpu=*/false);
+  EXPECT_FALSE(card.idle);
+  EXPECT_EQ(card.niceness, 10);
+  for (bool on_cpu : {true, false}) {
+    EXPECT_TRUE(run_priority_for(ComputePriority{}, on_cpu).idle);
+    const ComputePriority asked = run_priority_for(ComputePriority{false, 3}, on_cpu);
+    EXPECT_FALSE(asked.idle);
+    EXPECT_EQ(asked.niceness, 3);
+  }
+}
+
 TEST(ComputePriority, TheRunThreadAndItsIntraOpThreadsAreLoweredAndNoOther) {
   at::set_num_threads(2);
   const pid_t main_tid = static_cast<pid_t>(syscall(SYS_gettid));
