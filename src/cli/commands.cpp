@@ -368,12 +368,10 @@ int serve(const ServeCommand& cmd) {
     }
     options.workers = server::make_workers(worker_specs, available);
     options.runner.dist_timeout = std::chrono::seconds(cmd.dist_timeout_s);
-    if (cmd.run_priority != "auto") {
-      const auto priority = device::ComputePriority::parse(cmd.run_priority);
-      if (!priority)
-        throw std::invalid_argument("--run-priority \"" + cmd.run_priority + "\": expected auto, idle or 0-19");
-      options.runner.run_priority = *priority;
-    }
+    const auto priority = device::ComputePriority::parse(cmd.run_priority);
+    if (!priority)
+      throw std::invalid_argument("--run-priority \"" + cmd.run_priority + "\": expected auto, idle or 0-19");
+    options.runner.run_priority = *priority;
     options.max_queued_runs = cmd.max_queued_runs;
     for (const auto& [device, mb] : budget_mb) {
       if (std::find(available.begin(), available.end(), device) == available.end())
@@ -415,14 +413,15 @@ int serve(const ServeCommand& cmd) {
     else
       std::printf("  editor: http://%s:%u/ (from %s)\n", cmd.host == "0.0.0.0" ? "127.0.0.1" : cmd.host.c_str(), port,
                   options.web_dir.string().c_str());
-    if (!options.runner.run_priority)
+    using Kind = device::ComputePriority::Kind;
+    if (priority->kind == Kind::kAuto)
       std::printf(
           "  runs compute at idle priority on the CPU (on the CPU time nothing else asks for), at nice 10 "
           "on a card (--run-priority)\n");
-    else if (options.runner.run_priority->idle)
+    else if (priority->kind == Kind::kIdle)
       std::printf("  runs compute at idle priority (--run-priority)\n");
-    else if (options.runner.run_priority->niceness > 0)
-      std::printf("  runs compute at nice %d (--run-priority)\n", options.runner.run_priority->niceness);
+    else if (priority->niceness > 0)
+      std::printf("  runs compute at nice %d (--run-priority)\n", priority->niceness);
     if (!options.cors_origins.empty())
       std::printf("  also answers editors at %s (CODEFYUI_CORS_ORIGINS changes the list)\n",
                   util::join(options.cors_origins, ", ").c_str());

@@ -92,9 +92,8 @@ int main(int argc, char** argv) {
                    "1-19 (0: the server's own)")
       ->check(CLI::Validator(
           [](std::string& v) {
-            return v == "auto" || codefy::device::ComputePriority::parse(v)
-                       ? std::string()
-                       : "expected auto, idle or a nice value 0-19";
+            return codefy::device::ComputePriority::parse(v) ? std::string()
+                                                             : "expected auto, idle or a nice value 0-19";
           },
           "auto|idle|0-19"))
       ->capture_default_str();

@@ -59,7 +59,7 @@ namespace {
 bool lower_this_thread(const ComputePriority& priority) {
   const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
   const sched_param param{};
-  if (priority.idle) return sched_setscheduler(tid, SCHED_IDLE, &param) == 0;
+  if (priority.kind == ComputePriority::Kind::kIdle) return sched_setscheduler(tid, SCHED_IDLE, &param) == 0;
   if (priority.niceness <= 0) return true;
   // SCHED_BATCH: no wake-up preemption by the compute thread; the nice value
   // shares the CPU under load.
@@ -74,18 +74,20 @@ bool lower_this_thread(const ComputePriority& priority) {
 }  // namespace
 
 std::optional<ComputePriority> ComputePriority::parse(std::string_view text) {
-  if (text == "idle") return ComputePriority{};
+  if (text == "auto") return ComputePriority{};
+  if (text == "idle") return ComputePriority{ComputePriority::Kind::kIdle};
   const auto n = util::parse_int(text);
   if (!n || *n < 0 || *n > 19) return std::nullopt;
-  return ComputePriority{false, static_cast<int>(*n)};
+  return ComputePriority{ComputePriority::Kind::kNice, static_cast<int>(*n)};
 }
 
-ComputePriority run_priority_for(const std::optional<ComputePriority>& asked, bool on_cpu) {
-  if (asked) return *asked;
-  return on_cpu ? ComputePriority{} : ComputePriority{false, 10};
+ComputePriority ComputePriority::for_run(bool on_cpu) const {
+  if (kind != Kind::kAuto) return *this;
+  return on_cpu ? ComputePriority{Kind::kIdle} : ComputePriority{Kind::kNice, 10};
 }
 
-bool lower_compute_priority(const ComputePriority& priority) {
+bool lower_compute_priority(const ComputePriority& asked) {
+  const ComputePriority priority = asked.for_run(/*on_cpu=*/true);
   std::atomic<bool> ok{lower_this_thread(priority)};
   // One chunk per intra-op thread: with grain 1 and as many items as
   // threads, each thread of the pool takes exactly one.

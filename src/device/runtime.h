@@ -38,30 +38,34 @@ inline int threads_for_work(double multiply_adds, int usable) {
 
 /// How a run's compute threads are scheduled beside a server's I/O threads.
 struct ComputePriority {
-  /// SCHED_IDLE: the run computes on the CPU time nothing else asks for, and
-  /// any waking thread of normal priority (an I/O thread, the browser)
-  /// preempts it at once.
-  bool idle = true;
-  /// When not idle: SCHED_BATCH at this nice value (1-19); 0 leaves the
-  /// threads at the server's own priority.
+  enum class Kind {
+    /// kIdle for a run on the CPU, whose threads are the machine's compute;
+    /// kNice 10 for a run on a card, whose threads feed it (launches, data):
+    /// idle, they would leave the card waiting whenever another program is busy.
+    kAuto,
+    /// SCHED_IDLE: the run computes on the CPU time nothing else asks for,
+    /// and any waking thread of normal priority (an I/O thread, the browser)
+    /// preempts it at once.
+    kIdle,
+    /// SCHED_BATCH at `niceness` (1-19); 0 leaves the threads at the
+    /// server's own priority.
+    kNice,
+  };
+  Kind kind = Kind::kAuto;
   int niceness = 0;
 
-  /// "idle" or a nice value 0-19; nullopt for anything else.
+  /// "auto", "idle" or a nice value 0-19; nullopt for anything else.
   static std::optional<ComputePriority> parse(std::string_view text);
+  /// The priority a run on the CPU (`on_cpu`) or on a card computes at: kAuto resolved.
+  ComputePriority for_run(bool on_cpu) const;
 };
-
-/// The priority a run computes at: `asked` when given, else (auto) idle for a
-/// run on the CPU, whose threads are the machine's compute, and SCHED_BATCH
-/// at nice 10 for a run on a card, whose threads feed it (launches, data):
-/// idle, they would leave the card waiting whenever another program is busy.
-ComputePriority run_priority_for(const std::optional<ComputePriority>& asked, bool on_cpu);
 
 /// Lowers the scheduling priority of the calling thread and of LibTorch's
 /// intra-op threads to `priority`, so a server's I/O threads answer quickly
 /// while a run computes (they win the CPU when they need it; the run gets it
 /// back at once). Per thread: the rest of the process keeps its priority, and
 /// threads and processes the run starts inherit it. Returns whether every
-/// thread reached was lowered.
+/// thread reached was lowered. kAuto counts as a run on the CPU.
 bool lower_compute_priority(const ComputePriority& priority);
 
 /// Which BLAS library serves matrix products.

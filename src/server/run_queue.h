@@ -49,8 +49,8 @@ struct RunnerSettings {
   /// How long a ddp run's rank waits for the others (rendezvous, a collective).
   std::chrono::seconds dist_timeout{60};
   /// The priority runs compute at (thread by thread) so the I/O threads
-  /// answer first; nullopt: device::run_priority_for's choice per run.
-  std::optional<device::ComputePriority> run_priority;
+  /// answer first (auto: chosen per run by its device).
+  device::ComputePriority run_priority;
 };
 
 /// Workers from `NAME=DEVICE[,DEVICE...]` specs (`--worker`), where the CPU

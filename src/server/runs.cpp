@@ -250,7 +250,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
               rank_devices = std::move(rank_devices)](const CancellationToken& token, const std::string& run_id) {
     listener->on_run_start(run_id);
     // The I/O threads answer first while this run computes.
-    device::lower_compute_priority(device::run_priority_for(runner_.run_priority, request.device == "cpu"));
+    device::lower_compute_priority(runner_.run_priority.for_run(request.device == "cpu"));
     RunSettings settings;
     settings.seed = request.seed;
     settings.verbose = request.verbose;

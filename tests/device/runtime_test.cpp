@@ -45,24 +45,28 @@ std::map<pid_t, ThreadPriority> thread_priorities() {
   return threads;
 }
 
-TEST(ComputePriority, ReadsIdleOrANiceValue) {
-  EXPECT_TRUE(ComputePriority::parse("idle")->idle);
+using Kind = ComputePriority::Kind;
+
+TEST(ComputePriority, ReadsAutoIdleOrANiceValue) {
+  EXPECT_EQ(ComputePriority::parse("auto")->kind, Kind::kAuto);
+  EXPECT_EQ(ComputePriority::parse("idle")->kind, Kind::kIdle);
+  EXPECT_EQ(ComputePriority::parse("7")->kind, Kind::kNice);
   EXPECT_EQ(ComputePriority::parse("7")->niceness, 7);
-  EXPECT_FALSE(ComputePriority::parse("7")->idle);
   EXPECT_EQ(ComputePriority::parse("0")->niceness, 0);
-  EXPECT_TRUE(ComputePriority{}.idle);
-  for (const char* bad : {"", "20", "-1", "low", "idle ", "1.5"}) EXPECT_FALSE(ComputePriority::parse(bad)) << bad;
+  EXPECT_EQ(ComputePriority{}.kind, Kind::kAuto);
+  for (const char* bad : {"", "20", "-1", "low", "idle ", "1.5", "Auto"})
+    EXPECT_FALSE(ComputePriority::parse(bad)) << bad;
 }
 
 TEST(ComputePriority, AutoIsIdleOnTheCpuAndNiceTenOnACardAndAnAskedOneIsKept) {
-  EXPECT_TRUE(run_priority_for(std::nullopt, /*on_cpu=*/true).idle);
-  const ComputePriority card = run_priority_for(std::nullopt, /*on_cpu=*/false);
-  EXPECT_FALSE(card.idle);
+  EXPECT_EQ(ComputePriority{}.for_run(/*on_cpu=*/true).kind, Kind::kIdle);
+  const ComputePriority card = ComputePriority{}.for_run(/*on_cpu=*/false);
+  EXPECT_EQ(card.kind, Kind::kNice);
   EXPECT_EQ(card.niceness, 10);
   for (bool on_cpu : {true, false}) {
-    EXPECT_TRUE(run_priority_for(ComputePriority{}, on_cpu).idle);
-    const ComputePriority asked = run_priority_for(ComputePriority{false, 3}, on_cpu);
-    EXPECT_FALSE(asked.idle);
+    EXPECT_EQ(ComputePriority{Kind::kIdle}.for_run(on_cpu).kind, Kind::kIdle);
+    const ComputePriority asked = ComputePriority{Kind::kNice, 3}.for_run(on_cpu);
+    EXPECT_EQ(asked.kind, Kind::kNice);
     EXPECT_EQ(asked.niceness, 3);
   }
 }
@@ -74,7 +78,7 @@ TEST(ComputePriority, TheRunThreadAndItsIntraOpThreadsAreLoweredAndNoOther) {
   bool lowered = false;
   std::map<pid_t, ThreadPriority> threads;  // read while the run thread and its pool live
   std::thread run([&] {
-    lowered = lower_compute_priority(ComputePriority{false, 7});
+    lowered = lower_compute_priority(ComputePriority{Kind::kNice, 7});
     policy = sched_getscheduler(0);
     threads = thread_priorities();
   });
@@ -99,7 +103,7 @@ TEST(ComputePriority, TheRunThreadAndItsIntraOpThreadsAreLoweredAndNoOther) {
   bool lowered = false;
   std::map<pid_t, ThreadPriority> threads;
   std::thread run([&] {
-    lowered = lower_compute_priority(ComputePriority{});
+    lowered = lower_compute_priority(ComputePriority{Kind::kIdle});
     threads = thread_priorities();
   });
   run.join();
