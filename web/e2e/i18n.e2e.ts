@@ -85,6 +85,7 @@ test('switching to 繁體中文 turns the toolbar, palette and run messages Chin
     containing(zhLayers.Linear!.params.in_features!),
   );
   await expect(page.getByTestId('layer-add-type').locator('optgroup[label="線性層"]')).toHaveCount(1);
+  await expect(page.getByTestId('layer-total')).toContainText('1×4'); // the shapes are in before the screenshot
   await shot(page, 'i18n-02c-layer-editor');
   await page.getByTestId('layer-editor-close').click();
   await page.keyboard.press('Escape');
