@@ -18,6 +18,7 @@ packages=(
   libplplot-dev plplot-driver-cairo  # Visualize's plots: PLplot draws axes, text and data; its memcairo driver renders in memory
   dataset-fashion-mnist   # the Fashion-MNIST idx files for the main example
   chromium                # the editor's browser tests (Playwright drives it; it never downloads a browser)
+  iproute2                # ss: the DDP tests check which addresses the ranks listen on
   fonts-noto-cjk          # Chinese glyphs for the editor in Traditional Chinese (its browser tests and screenshots)
 )
 # The editor (web/) builds with Node.js and npm: Debian's only when the machine has none.

@@ -14,6 +14,7 @@
 #include "server/http_server.h"
 #include "util/atomic_file.h"
 #include "util/file_access.h"
+#include "util/image_size.h"
 #include "util/parse.h"
 #include "util/text.h"
 
@@ -341,6 +342,7 @@ int serve(const ServeCommand& cmd) {
   options.web_dir = cmd.web_dir.empty() ? find_web_dir() : std::filesystem::path(cmd.web_dir);
   try {
     options.stores = store::StoreSettings::from_env();
+    util::max_image_pixels();  // a malformed CODEFYUI_MAX_IMAGE_PIXELS stops the start, named
     std::vector<std::string> available = {"cpu"};
     for (int i = 0; i < device::system_probe().cuda_count(); ++i) available.push_back("cuda:" + std::to_string(i));
     // Workers and budgets: the config file first, then the flags.
@@ -408,6 +410,8 @@ int serve(const ServeCommand& cmd) {
     std::printf("  session token in %s (send it as X-CodefyUI-Token)\n", token_file.string().c_str());
     if (const size_t n = api.stale_temp_files_removed())
       std::printf("  removed %zu temporary file(s) that interrupted writes had left\n", n);
+    if (const size_t n = dist::remove_stale_world_dirs(std::filesystem::temp_directory_path()))
+      std::printf("  removed %zu data-parallel folder(s) that a stopped server or launcher had left\n", n);
     if (options.web_dir.empty() || !std::filesystem::is_regular_file(options.web_dir / "index.html"))
       std::printf("  the editor is not built (scripts/build.sh builds web/dist; --web-dir names another)\n");
     else

@@ -42,10 +42,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--node-rank", run.node_rank, "This machine's index in [0, --nnodes)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  run_cmd->add_option("--master-addr", run.master_addr, "Address of node 0, where rank 0 hosts the rendezvous store")
+  run_cmd
+      ->add_option("--master-addr", run.master_addr,
+                   "Several machines: the address of node 0, where rank 0 hosts the rendezvous store (it listens "
+                   "there; one machine needs no address or port)")
       ->capture_default_str();
   run_cmd
-      ->add_option("--master-port", run.master_port, "Port of the rendezvous store (0: a free one; one machine only)")
+      ->add_option("--master-port", run.master_port,
+                   "Several machines: the rendezvous store's port, the same on every machine (firewall it to them)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   run_cmd

@@ -36,22 +36,27 @@ std::string HelperFailure::describe() const {
 
 HostedWorld::HostedWorld(const HostedWorldOptions& o)
     : world_size_(static_cast<int>(o.helper_argv.size()) + 1), timeout_(o.timeout), log_dir_(o.log_dir) {
+  if (log_dir_.empty()) {
+    own_dir_ = std::make_unique<WorldDir>();
+    log_dir_ = own_dir_->path();
+  }
   WorldEnv env;
   env.world_size = world_size_;
   env.local_world_size = world_size_;
   env.master_addr = "127.0.0.1";
-  env.master_port = find_free_port(env.master_addr);
+  env.store_file = (log_dir_ / "rendezvous").string();  // one machine: no port listens
   env.timeout = o.timeout;
   std::vector<RankCommand> commands;
   for (int r = 1; r < world_size_; ++r)
-    commands.push_back({r, r, o.helper_argv[r - 1], o.program, (o.log_dir / ("rank-" + std::to_string(r) + ".log")).string()});
+    commands.push_back(
+        {r, r, o.helper_argv[r - 1], o.program, (log_dir_ / ("rank-" + std::to_string(r) + ".log")).string()});
   helpers_ = std::make_unique<RankProcesses>(env, commands);
   WorldInfo me;
   me.rank = 0;
   me.world_size = world_size_;
   me.local_rank = 0;
   me.master_addr = env.master_addr;
-  me.master_port = static_cast<uint16_t>(env.master_port);
+  me.store_file = env.store_file;
   me.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout);
   try {
     group_ = std::make_shared<ProcessGroup>(me, o.group);

@@ -20,7 +20,8 @@ struct HostedWorldOptions {
   std::vector<std::vector<std::string>> helper_argv;
   /// The program they run; empty: this one (/proc/self/exe).
   std::string program;
-  /// Each helper's output goes to rank-<r>.log here (read back when it fails).
+  /// Each helper's output goes to rank-<r>.log here (read back when it fails),
+  /// and the rendezvous file; empty: a WorldDir of its own.
   std::filesystem::path log_dir;
   /// How long a rank waits for the others (rendezvous, a collective).
   std::chrono::seconds timeout{60};
@@ -42,8 +43,8 @@ struct HelperFailure {
 
 class HostedWorld {
  public:
-  /// Picks a free loopback port, starts ranks 1..N-1 and joins the world as
-  /// rank 0 (hosting the rendezvous store). Throws std::runtime_error, with
+  /// Starts ranks 1..N-1 and joins the world as rank 0; they meet through a
+  /// FileStore in `log_dir` (or a folder of its own), so no port listens. Throws std::runtime_error, with
   /// what a helper that already failed said, when the world cannot form.
   explicit HostedWorld(const HostedWorldOptions& options);
   /// Ends and reaps every helper still running.
@@ -66,6 +67,7 @@ class HostedWorld {
   HelperFailure failure_of(const RankExit& e) const;
   int world_size_;
   std::chrono::seconds timeout_;
+  std::unique_ptr<WorldDir> own_dir_;  ///< when the options named no folder
   std::filesystem::path log_dir_;
   std::unique_ptr<RankProcesses> helpers_;
   std::shared_ptr<ProcessGroup> group_;

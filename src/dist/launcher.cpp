@@ -5,7 +5,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,8 +26,33 @@ namespace codefy::dist {
 
 namespace {
 
-/// A socket bound to address:port; throws naming the address when it cannot be.
-int bind_socket(const std::string& address, uint16_t port) {
+/// The highest descriptor number this process may have, plus one.
+rlim_t max_open_files() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  return limit.rlim_cur;
+}
+
+/// Closes every descriptor from `first` on, in a child between fork and
+/// exec (async-signal-safe: close_range, else close one by one).
+void close_from(int first, rlim_t max_fd) {
+#ifdef SYS_close_range
+  if (syscall(SYS_close_range, static_cast<unsigned>(first), ~0U, 0) == 0) return;
+#endif
+  for (rlim_t fd = static_cast<rlim_t>(first); fd < max_fd; ++fd) close(static_cast<int>(fd));
+}
+
+std::string describe_status(int rank, pid_t pid, int status) {
+  const std::string who = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
+  if (WIFSIGNALED(status))
+    return who + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
+           ")";
+  return who + " exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+}  // namespace
+
+int bind_tcp_socket(const std::string& address, uint16_t port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -49,27 +76,56 @@ int bind_socket(const std::string& address, uint16_t port) {
   freeaddrinfo(found);
   throw std::runtime_error("the master port " + std::to_string(port) + " on " + address +
                            " cannot be used: " + error +
-                           (port != 0 ? " (another run may hold it; --master-port 0 picks a free one)" : ""));
+                           (port != 0 ? " (another run may hold it; choose another --master-port)" : ""));
 }
-
-std::string describe_status(int rank, pid_t pid, int status) {
-  const std::string who = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
-  if (WIFSIGNALED(status))
-    return who + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
-           ")";
-  return who + " exited with code " + std::to_string(WEXITSTATUS(status));
-}
-
-}  // namespace
 
 uint16_t find_free_port(const std::string& address) {
-  const int fd = bind_socket(address, 0);
+  const int fd = bind_tcp_socket(address, 0);
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
                                           : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+}
+
+namespace {
+
+constexpr const char* kWorldDirPrefix = "codefy-ddp-";
+
+}  // namespace
+
+WorldDir::WorldDir() {
+  const std::filesystem::path temp = std::filesystem::temp_directory_path();
+  std::string pattern = (temp / (kWorldDirPrefix + std::to_string(getpid()) + "-XXXXXX")).string();
+  if (!mkdtemp(pattern.data()))  // mode 0700
+    throw std::runtime_error("cannot make a folder for the data-parallel ranks in " + temp.string() + ": " +
+                             std::strerror(errno));
+  path_ = pattern;
+}
+
+WorldDir::~WorldDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+size_t remove_stale_world_dirs(const std::filesystem::path& temp_dir) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(temp_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(kWorldDirPrefix, 0) != 0) continue;
+    // codefy-ddp-<pid>-XXXXXX: its maker's pid; older folders (no pid) are left alone.
+    const std::string rest = name.substr(std::strlen(kWorldDirPrefix));
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.find_first_not_of("0123456789") != dash) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+    std::error_code rm;
+    if (!std::filesystem::is_directory(std::filesystem::symlink_status(it->path(), rm))) continue;
+    if (std::filesystem::remove_all(it->path(), rm) > 0 && !rm) ++removed;
+  }
+  return removed;
 }
 
 namespace {
@@ -81,7 +137,8 @@ std::vector<std::string> environment_without_world() {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" ||
-        key == "MASTER_PORT" || key == "CODEFY_DIST_TIMEOUT_S" || key == "LOCAL_WORLD_SIZE")
+        key == "MASTER_PORT" || key == "CODEFY_DIST_TIMEOUT_S" || key == "LOCAL_WORLD_SIZE" ||
+        key == "CODEFY_RENDEZVOUS_FILE")
       continue;
     env.push_back(kv);
   }
@@ -101,7 +158,8 @@ RankProcesses::RankProcesses(const WorldEnv& world, const std::vector<RankComman
     env.push_back("WORLD_SIZE=" + std::to_string(world.world_size));
     env.push_back("LOCAL_WORLD_SIZE=" + std::to_string(world.local_world_size));
     env.push_back("MASTER_ADDR=" + world.master_addr);
-    env.push_back("MASTER_PORT=" + std::to_string(world.master_port));
+    if (world.master_port > 0) env.push_back("MASTER_PORT=" + std::to_string(world.master_port));
+    if (!world.store_file.empty()) env.push_back("CODEFY_RENDEZVOUS_FILE=" + world.store_file);
     env.push_back("CODEFY_DIST_TIMEOUT_S=" + std::to_string(world.timeout.count()));
     std::vector<char*> envp;
     for (auto& kv : env) envp.push_back(kv.data());
@@ -122,6 +180,7 @@ RankProcesses::RankProcesses(const WorldEnv& world, const std::vector<RankComman
       }
     }
     const pid_t parent = getpid();
+    const rlim_t max_fd = max_open_files();
     const pid_t pid = fork();
     if (pid < 0) {
       const std::string why = std::strerror(errno);
@@ -143,6 +202,9 @@ RankProcesses::RankProcesses(const WorldEnv& world, const std::vector<RankComman
         dup2(log_fd, STDOUT_FILENO);
         dup2(log_fd, STDERR_FILENO);
       }
+      // Only stdin, stdout and stderr go on: not a server's listening socket,
+      // its clients' connections or files opened without close-on-exec.
+      close_from(3, max_fd);
       execve(program, argv.data(), envp.data());
       _exit(127);
     }
@@ -216,24 +278,31 @@ LaunchResult launch_ranks(const LaunchOptions& o) {
   };
   if (o.nproc_per_node < 1 || o.nnodes < 1 || o.node_rank < 0 || o.node_rank >= o.nnodes)
     throw std::invalid_argument("--nproc-per-node and --nnodes must be >= 1 and --node-rank in [0, --nnodes)");
-  int port = o.master_port;
-  if (port == 0) {
-    if (o.nnodes > 1) throw std::invalid_argument("several machines need an agreed --master-port (not 0)");
-    port = find_free_port(o.master_addr);
-  } else if (o.node_rank == 0) {
-    close(bind_socket(o.master_addr, static_cast<uint16_t>(port)));  // taken: say so before any rank starts
-  }
   WorldEnv world;
   world.world_size = o.nproc_per_node * o.nnodes;
   world.local_world_size = o.nproc_per_node;
   world.master_addr = o.master_addr;
-  world.master_port = port;
   world.timeout = o.timeout;
+  // One machine: the ranks meet through a file in a folder of this user's
+  // (no port listens at all). Several: through rank 0's TCPStore.
+  std::optional<WorldDir> dir;
+  std::string where;
+  if (o.nnodes == 1) {
+    dir.emplace();
+    world.store_file = dir->store_file().string();
+    where = "rendezvous in " + world.store_file + " (one machine: no port)";
+  } else {
+    if (o.master_port == 0) throw std::invalid_argument("several machines need an agreed --master-port (not 0)");
+    if (o.node_rank == 0)  // taken: say so before any rank starts
+      close(bind_tcp_socket(o.master_addr, static_cast<uint16_t>(o.master_port)));
+    world.master_port = o.master_port;
+    where = "rendezvous on " + o.master_addr + ":" + std::to_string(o.master_port);
+  }
   std::vector<RankCommand> commands;
   for (int local = 0; local < o.nproc_per_node; ++local)
     commands.push_back({o.node_rank * o.nproc_per_node + local, local, o.argv, "", ""});
   RankProcesses ranks(world, commands);
-  report("started " + ranks.describe() + "; rendezvous on " + o.master_addr + ":" + std::to_string(port));
+  report("started " + ranks.describe() + "; " + where);
 
   using Clock = std::chrono::steady_clock;
   LaunchResult result;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -45,13 +46,42 @@ struct LaunchResult {
 /// in which another program could take it before rank 0 does).
 uint16_t find_free_port(const std::string& address);
 
+/// A TCP socket (close-on-exec) bound to `address`:`port` only, not yet
+/// listening; throws std::runtime_error naming the address when it cannot be.
+int bind_tcp_socket(const std::string& address, uint16_t port);
+
+/// A folder of its own for one data-parallel world on this machine (the
+/// rendezvous file, a hosted run's graph and its ranks' logs): made under the
+/// system's temporary folder as codefy-ddp-<pid>-XXXXXX, readable by this
+/// user only, removed with everything in it when it goes.
+class WorldDir {
+ public:
+  WorldDir();
+  ~WorldDir();
+  WorldDir(const WorldDir&) = delete;
+  WorldDir& operator=(const WorldDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  /// Where the ranks meet: a c10d FileStore's file in this folder.
+  std::filesystem::path store_file() const { return path_ / "rendezvous"; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Removes the world folders under `temp_dir` that a process which is gone
+/// left behind (a server or launcher killed mid-run); returns how many went.
+size_t remove_stale_world_dirs(const std::filesystem::path& temp_dir);
+
 /// What every rank of a world is told (torchrun's variables).
 struct WorldEnv {
   int world_size = 1;
   /// Ranks on this machine.
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;
+  int master_port = 0;  ///< 0: not told (a world that meets through `store_file`)
+  /// One machine: the c10d FileStore the ranks meet through
+  /// (CODEFY_RENDEZVOUS_FILE); empty: the TCPStore on master_addr:master_port.
+  std::string store_file;
   std::chrono::seconds timeout{60};
 };
 

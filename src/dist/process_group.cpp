@@ -1,6 +1,7 @@
 #include "dist/process_group.h"
 
 #include "dist/gradient_reducer.h"
+#include "dist/launcher.h"
 
 // Debian's LibTorch has Gloo compiled in; its c10d header needs this macro
 // and libgloo-dev's headers.
@@ -8,6 +9,7 @@
 #define USE_C10D_GLOO
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 // NCCL only where this LibTorch was built for CUDA and NCCL's header is there.
 #if defined(CODEFY_WITH_CUDA) && __has_include(<nccl.h>) && \
@@ -22,8 +24,13 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -70,6 +77,7 @@ std::optional<WorldInfo> WorldInfo::from_env() {
   w.rank = static_cast<int>(env_int("RANK", 0, w.world_size - 1).value_or(0));
   w.local_rank = static_cast<int>(env_int("LOCAL_RANK", 0, w.world_size - 1).value_or(w.rank));
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) w.master_addr = a;
+  if (const char* f = std::getenv("CODEFY_RENDEZVOUS_FILE"); f && *f) w.store_file = f;
   w.master_port = static_cast<uint16_t>(env_int("MASTER_PORT", 1, 65535).value_or(w.master_port));
   if (const auto t = env_int("CODEFY_DIST_TIMEOUT_S", 1, 7 * 24 * 3600)) w.timeout = std::chrono::seconds(*t);
   return w;
@@ -101,10 +109,10 @@ struct ProcessGroup::Pending {
 };
 
 struct ProcessGroup::State {
-  c10::intrusive_ptr<c10d::TCPStore> store;
+  c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Backend> group;
   // The heartbeat thread's own store client (a client is not thread-safe).
-  c10::intrusive_ptr<c10d::TCPStore> beat_store;
+  c10::intrusive_ptr<c10d::Store> beat_store;
   std::thread beat;
   std::mutex mutex;
   std::condition_variable wake;
@@ -139,28 +147,17 @@ ProcessGroup::ProcessGroup(const WorldInfo& world, const ProcessGroupOptions& op
   if (backend_ != "nccl" && backend_ != "gloo")
     throw std::invalid_argument("unknown backend \"" + backend_ + "\" (gloo or nccl)");
 
-  const std::string where = world_.master_addr + ":" + std::to_string(world_.master_port);
-  c10d::TCPStoreOptions so;
-  so.port = world_.master_port;
-  so.isServer = world_.rank == 0;
-  so.numWorkers = static_cast<size_t>(world_.world_size);
-  so.waitWorkers = false;  // the process group's rendezvous waits for everyone
-  so.timeout = world_.timeout;
-  try {
-    state_->store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, so);
-  } catch (const std::exception& e) {
-    if (world_.rank == 0)
-      throw std::runtime_error("rank 0 cannot host the rendezvous store on " + where + ": " + first_line(e) +
-                               " (is another run using this port? --master-port 0 picks a free one)");
-    throw std::runtime_error("rank " + std::to_string(world_.rank) + " cannot reach the rendezvous store on " +
-                             where + " within " + std::to_string(world_.timeout.count() / 1000) +
-                             " s: " + first_line(e));
+  if (!world_.store_file.empty()) {
+    // One machine: PyTorch's FileStore, in a folder only this user may enter.
+    // No port listens, so nothing on the network (or another local user)
+    // can reach the store, which has no authentication.
+    state_->store = c10::make_intrusive<c10d::FileStore>(world_.store_file, -1);
+    state_->store->setTimeout(world_.timeout);
+    state_->beat_store = c10::make_intrusive<c10d::FileStore>(world_.store_file, -1);  // the heartbeat's own
+    rendezvous_ = {{"store", "file"}, {"path", world_.store_file}};
+  } else {
+    connect_tcp_store();
   }
-
-  // The heartbeat: every half second, this rank's count and activity.
-  so.isServer = false;
-  so.port = state_->store->getPort();
-  state_->beat_store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, so);
   state_->beat_store->set(beat_key(world_.rank), std::vector<uint8_t>{'0', '|'});
   state_->beat = std::thread([&s = *state_, rank = world_.rank] {
     std::unique_lock<std::mutex> lock(s.mutex);
@@ -185,7 +182,7 @@ ProcessGroup::ProcessGroup(const WorldInfo& world, const ProcessGroupOptions& op
       const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
       if (ifname && *ifname)
         o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-      else if (world_.master_addr == "127.0.0.1" || world_.master_addr == "localhost")
+      else if (!world_.store_file.empty() || world_.master_addr == "127.0.0.1" || world_.master_addr == "localhost")
         o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
       else
         o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
@@ -202,6 +199,57 @@ ProcessGroup::ProcessGroup(const WorldInfo& world, const ProcessGroupOptions& op
     fail("the rendezvous of the " + backend_ + " process group", e);
   }
   set_activity("ready");
+}
+
+void ProcessGroup::connect_tcp_store() {
+  const std::string where = world_.master_addr + ":" + std::to_string(world_.master_port);
+  c10d::TCPStoreOptions so;
+  so.port = world_.master_port;
+  so.isServer = world_.rank == 0;
+  so.numWorkers = static_cast<size_t>(world_.world_size);
+  so.waitWorkers = false;  // the process group's rendezvous waits for everyone
+  so.timeout = world_.timeout;
+  // The store has no authentication: it should listen on the master address
+  // only. LibTorch takes a socket bound here from 2.8 on; before, its server
+  // binds every interface, and the port must be firewalled (README).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+  constexpr bool kBindsMasterAddr = true;
+  if (so.isServer) {
+    const int fd = bind_tcp_socket(world_.master_addr, world_.master_port);
+    if (::listen(fd, SOMAXCONN) != 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      throw std::runtime_error("rank 0 cannot listen on " + where + ": " + why);
+    }
+    so.masterListenFd = fd;  // the store's server takes it over
+  }
+#else
+  constexpr bool kBindsMasterAddr = false;
+#endif
+  try {
+    state_->store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, so);
+  } catch (const std::exception& e) {
+    if (world_.rank == 0)
+      throw std::runtime_error("rank 0 cannot host the rendezvous store on " + where + ": " + first_line(e) +
+                               " (is another run using this port? choose another --master-port)");
+    throw std::runtime_error("rank " + std::to_string(world_.rank) + " cannot reach the rendezvous store on " +
+                             where + " within " + std::to_string(world_.timeout.count() / 1000) +
+                             " s: " + first_line(e));
+  }
+  // The heartbeat thread's own client.
+  so.isServer = false;
+  so.port = static_cast<c10d::TCPStore&>(*state_->store).getPort();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+  so.masterListenFd.reset();
+#endif
+  state_->beat_store = c10::make_intrusive<c10d::TCPStore>(world_.master_addr, so);
+  rendezvous_ = {{"store", "tcp"},
+                 {"address", world_.master_addr + ":" + std::to_string(so.port)},
+                 {"listens_on", kBindsMasterAddr ? world_.master_addr : std::string("every interface")}};
+  if (!kBindsMasterAddr)
+    rendezvous_["warning"] =
+        "this LibTorch's TCPStore listens on every interface and has no authentication: firewall port " +
+        std::to_string(so.port) + " to the cluster's machines";
 }
 
 ProcessGroup::~ProcessGroup() = default;

@@ -1,6 +1,6 @@
-// A data-parallel world on PyTorch's c10d: rendezvous through a TCPStore
-// (rank 0 hosts it), a Gloo or NCCL process group, and the collectives
-// training uses.
+// A data-parallel world on PyTorch's c10d: rendezvous through a FileStore
+// (one machine) or a TCPStore that rank 0 hosts (several), a Gloo or NCCL
+// process group, and the collectives training uses.
 #pragma once
 
 #include "train/data_parallel.h"
@@ -26,11 +26,16 @@ struct WorldInfo {
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
   uint16_t master_port = 29500;
+  /// One machine: the ranks meet through a c10d FileStore at this path (in a
+  /// folder of this user's; no port listens); empty: through a TCPStore that
+  /// rank 0 hosts on master_addr:master_port.
+  std::string store_file;
   /// How long a rank waits for the others before it fails.
   std::chrono::milliseconds timeout = kDefaultTimeout;
 
-  /// From WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT and
-  /// CODEFY_DIST_TIMEOUT_S (seconds); nullopt when WORLD_SIZE is unset.
+  /// From WORLD_SIZE, RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
+  /// CODEFY_RENDEZVOUS_FILE and CODEFY_DIST_TIMEOUT_S (seconds); nullopt when
+  /// WORLD_SIZE is unset.
   /// Throws std::invalid_argument naming the variable that is malformed.
   static std::optional<WorldInfo> from_env();
 };
@@ -50,8 +55,7 @@ struct ProcessGroupOptions {
   int64_t bucket_bytes = 25 << 20;
 };
 
-/// One rank's membership in the world: a TCPStore client (rank 0 also hosts
-/// the store), the c10d process group, and a heartbeat thread that publishes
+/// One rank's membership in the world: a client of the rendezvous store, the c10d process group, and a heartbeat thread that publishes
 /// what this rank is doing, so a failed collective can say which rank
 /// stopped answering and what it was doing.
 class ProcessGroup : public train::DataParallel {
@@ -67,6 +71,7 @@ class ProcessGroup : public train::DataParallel {
   int rank() const override { return world_.rank; }
   int world_size() const override { return world_.world_size; }
   std::string backend() const override { return backend_; }
+  nlohmann::json rendezvous() const override { return rendezvous_; }
   const WorldInfo& world() const { return world_; }
 
   void broadcast(const std::vector<at::Tensor>& tensors, int root = 0) override;
@@ -89,8 +94,11 @@ class ProcessGroup : public train::DataParallel {
  private:
   struct State;
   [[noreturn]] void fail(const std::string& what, const std::exception& cause);
+  /// Joins (rank 0: hosts) the TCPStore on master_addr:master_port.
+  void connect_tcp_store();
   WorldInfo world_;
   std::string backend_;
+  nlohmann::json rendezvous_;
   int64_t bucket_bytes_;
   std::unique_ptr<State> state_;
 };

@@ -1,6 +1,7 @@
 #include "engine/graph_contract.h"
 
 #include "engine/value.h"
+#include "util/image_size.h"
 
 #include <torch/torch.h>
 
@@ -103,15 +104,47 @@ nlohmann::json Contract::to_json() const {
   return {{"inputs", in}, {"outputs", out}, {"problems", problems}};
 }
 
+namespace {
+
+/// An integer input travels as a double: beyond 2^53 it is no longer exact.
+constexpr double kLargestExactInteger = 9007199254740992.0;  // 2^53
+
+std::string check_integer(const nlohmann::json& v) {
+  const std::string text = v.dump();
+  bool exact = true;
+  if (v.is_number_unsigned()) {
+    exact = v.get<uint64_t>() <= static_cast<uint64_t>(kLargestExactInteger);
+  } else if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    exact = i >= -static_cast<int64_t>(kLargestExactInteger) && i <= static_cast<int64_t>(kLargestExactInteger);
+  } else {
+    const double d = v.get<double>();
+    if (!std::isfinite(d) || std::floor(d) != d) return "expected integer, got non-integral number " + text;
+    exact = std::fabs(d) <= kLargestExactInteger;
+  }
+  if (!exact)
+    return "expected integer from -9007199254740992 to 9007199254740992 (2^53, the largest exact in a number), got " +
+           text;
+  return "";
+}
+
+/// An image input: base64 text of a PNG no larger than the pixel cap, checked
+/// from its header before anything is decoded.
+std::string check_image(const nlohmann::json& v) {
+  if (!v.is_string()) return std::string("expected base64 image string, got ") + json_type_of(v);
+  const auto size = util::png_size_base64(v.get_ref<const std::string&>());
+  if (!size) return "expected a base64 PNG image; the text does not start as a PNG does";
+  return util::image_too_large(*size);
+}
+
+}  // namespace
+
 std::string check_input_value(const nlohmann::json& v, const std::string& type) {
   const std::string got = json_type_of(v);
-  if (type == "string" || type == "image") return v.is_string() ? "" : "expected " + std::string(type == "image" ? "base64 image string" : "string") + ", got " + got;
+  if (type == "image") return check_image(v);
+  if (type == "string") return v.is_string() ? "" : "expected string, got " + got;
   if (type == "number") return v.is_number() ? "" : "expected number, got " + got;
-  if (type == "integer") {
-    if (!v.is_number()) return "expected integer, got " + got;
-    const double d = v.get<double>();
-    return std::floor(d) == d && std::isfinite(d) ? "" : "expected integer, got non-integral number " + v.dump();
-  }
+  if (type == "integer") return v.is_number() ? check_integer(v) : "expected integer, got " + got;
   if (type == "boolean") return v.is_boolean() ? "" : "expected boolean, got " + got;
   if (type == "json") return "";
   return "unknown input type '" + type + "'";

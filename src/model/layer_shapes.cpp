@@ -1,8 +1,8 @@
 // trace_layer_shapes: parse and connect the spec, then build and run one node
 // at a time, so the trace can stop at the first node that fails and still
 // report every node before it. Before a node is built or run, rough upper
-// bounds of its weights, output size and multiply-adds (from its params and
-// its actual input) are held against the limits, so a typo such as
+// bounds of its weights, output size, intermediate values and multiply-adds
+// (from its params and its actual input) are held against the limits, so a typo such as
 // out_features=10000000 is refused before anything is allocated.
 #include "model/layer_shapes.h"
 
@@ -51,10 +51,35 @@ double kernel_elements(const json& params, int dims) {
   return n;
 }
 
-/// Upper bounds for one node before it is built and run.
+/// Upper bounds for one node before it is built and run: its weights, its
+/// output's elements, the elements of what it computes on the way and drops
+/// (attention weights, a convolution's unfolded input), and its work.
 struct Estimate {
-  double weights = 0, outputs = 0, multiply_adds = 0;
+  double weights = 0, outputs = 0, scratch = 0, multiply_adds = 0;
 };
+
+/// The input's last two sizes (H, W) and how many such planes it holds.
+struct Planes {
+  double count = 1, size[2] = {1, 1};
+};
+
+Planes planes_of(const Tensor* x) {
+  Planes p;
+  if (!x || x->dim() < 2) return p;
+  p.size[0] = static_cast<double>(x->size(-2));
+  p.size[1] = static_cast<double>(x->size(-1));
+  const double area = std::max(1.0, p.size[0] * p.size[1]);
+  p.count = static_cast<double>(x->numel()) / area;
+  return p;
+}
+
+/// AdaptiveAvgPool2d's output size along dimension d: a whole number for
+/// both, or a list of two where null keeps the input's size.
+double adaptive_size(const json& params, int d, double input_size) {
+  const json* v = params.is_object() && params.contains("output_size") ? &params["output_size"] : nullptr;
+  if (v && v->is_array() && v->size() == 2 && (*v)[static_cast<size_t>(d)].is_null()) return input_size;
+  return std::max(1.0, size_param(params, "output_size", 1, v && v->is_array() ? d : -1));
+}
 
 Estimate estimate(const SpecNode& node, const std::vector<Tensor>& inputs) {
   const json& p = node.params;
@@ -92,7 +117,35 @@ Estimate estimate(const SpecNode& node, const std::vector<Tensor>& inputs) {
       }
     }
     e.outputs = spatial * out;
+    e.scratch = spatial * in * kernel;  // the unfolded input a CPU convolution may build
     e.multiply_adds = e.outputs * in * kernel;
+  } else if (t == "MaxPool2d" || t == "AvgPool2d") {
+    // Each output reads a window of the kernel's size: the work is outputs x
+    // window (a large kernel at stride 1 costs far more than the input's size).
+    const Planes in = planes_of(x);
+    double spatial = 1, window = 1;
+    for (int d = 0; d < 2; ++d) {
+      const double k = std::max(1.0, size_param(p, "kernel_size", 1, d));
+      const double stride = std::max(1.0, size_param(p, "stride", k, d));  // unset: the kernel's size
+      const double reach = std::max(1.0, size_param(p, "dilation", 1, d)) * (k - 1) + 1;
+      // PyTorch's output size, rounded up (ceil_mode may add one).
+      spatial *= std::max(1.0, std::ceil((in.size[d] + 2 * size_param(p, "padding", 0, d) - reach) / stride) + 1);
+      window *= k;
+    }
+    e.outputs = in.count * spatial;
+    e.multiply_adds = e.outputs * window;
+  } else if (t == "AdaptiveAvgPool2d") {
+    // The output's size is output_size, whatever the input's: [40000, 40000]
+    // on a 1x1 input is 1.6e9 elements per plane.
+    const Planes in = planes_of(x);
+    double spatial = 1, window = 1;
+    for (int d = 0; d < 2; ++d) {
+      const double out = adaptive_size(p, d, in.size[d]);
+      spatial *= out;
+      window *= std::ceil(in.size[d] / out) + 1;
+    }
+    e.outputs = in.count * spatial;
+    e.multiply_adds = e.outputs * window;
   } else if (t == "Embedding") {
     const double dim = size_param(p, "embedding_dim", 1);
     e.weights = size_param(p, "num_embeddings", 1) * dim;
@@ -109,11 +162,13 @@ Estimate estimate(const SpecNode& node, const std::vector<Tensor>& inputs) {
     e.weights = std::max(1.0, size_param(p, "num_layers", 1)) * (8 * d * d + 2 * d * ff + 20 * d);
     // Attention is quadratic in the sequence length.
     const double tokens = largest_input / last_dim;
+    e.scratch = 2 * std::max(1.0, size_param(p, "nhead", 1)) * tokens * tokens + tokens * ff;  // weights, softmax
     e.multiply_adds = tokens * e.weights + 2 * tokens * tokens * d;
   } else if (t == "MultiHeadAttention") {
     const double d = size_param(p, "embed_dim", 1);
     e.weights = 4 * d * d + 4 * d;
     const double tokens = largest_input / last_dim;
+    e.scratch = 2 * std::max(1.0, size_param(p, "num_heads", 1)) * tokens * tokens;
     e.multiply_adds = tokens * e.weights + 2 * tokens * tokens * d;
   } else if (t == "BatchNorm1d" || t == "BatchNorm2d" || t == "InstanceNorm2d") {
     e.weights = 2 * size_param(p, "num_features", 1);
@@ -211,6 +266,12 @@ ShapeTrace trace_layer_shapes(const json& spec, const std::vector<int64_t>& inpu
                    with_commas(static_cast<double>(limits.activations_max)) + " for all outputs together");
       break;
     }
+    if (outputs_total + e.outputs + e.scratch > static_cast<double>(limits.activations_max)) {
+      stop("", "would compute about " + with_commas(e.scratch) +
+                   " intermediate elements on the way to its output; the shape preview stops at " +
+                   with_commas(static_cast<double>(limits.activations_max)) + " for all values together");
+      break;
+    }
     if (multiply_adds_total + e.multiply_adds > limits.multiply_adds_max) {
       stop("", "would take about " + with_commas(e.multiply_adds) + " multiply-adds; the shape preview stops at " +
                    with_commas(limits.multiply_adds_max) + " for the whole model");
@@ -224,16 +285,22 @@ ShapeTrace trace_layer_shapes(const json& spec, const std::vector<int64_t>& inpu
         built.module->eval();  // batch statistics of one sample would fail (BatchNorm1d) or mean nothing
         shape.parameters = parameter_count(*built.module);
       }
+      // The layer's own fault with this input, named: LibTorch reports most
+      // as c10::Error, some (a reshape that cannot fit) as std::runtime_error.
+      const auto failed_on = [&](std::string message) {
+        std::string shapes;
+        for (const Tensor& x : inputs) shapes += (shapes.empty() ? "" : ", ") + shape_text(x);
+        while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) message.pop_back();
+        return LayerSpecError(node.id, node.type, "",
+                              (inputs.size() == 1 ? "failed on input of shape " : "failed on inputs of shapes ") +
+                                  shapes + ": " + message);
+      };
       try {
         values[i] = built.layer ? built.layer(inputs.front()) : built.merge(inputs);
       } catch (const c10::Error& err) {
-        std::string shapes;
-        for (const Tensor& x : inputs) shapes += (shapes.empty() ? "" : ", ") + shape_text(x);
-        std::string message = err.msg();
-        while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) message.pop_back();
-        throw LayerSpecError(node.id, node.type, "",
-                             (inputs.size() == 1 ? "failed on input of shape " : "failed on inputs of shapes ") +
-                                 shapes + ": " + message);
+        throw failed_on(err.msg());
+      } catch (const std::runtime_error& err) {
+        throw failed_on(err.what());
       }
     } catch (const LayerSpecError& err) {
       trace.error = error_of(err);

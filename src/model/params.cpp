@@ -11,20 +11,6 @@ namespace codefy::model {
 
 using nlohmann::json;
 
-std::string describe_json(const json& v) {
-  std::string text = v.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return text;
-    case json::value_t::string: return "the text " + text;
-    case json::value_t::array: return "the list " + text;
-    case json::value_t::object: return "the object " + text;
-    case json::value_t::number_float: return "the decimal number " + text;
-    default: return text;
-  }
-}
-
 std::string quoted_list(const std::vector<std::string>& items) {
   return items.empty() ? std::string() : "\"" + util::join(items, "\", \"") + "\"";
 }

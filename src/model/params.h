@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/layer_spec_error.h"
+#include "util/json_input.h"
 
 #include <c10/util/Optional.h>
 #include <torch/expanding_array.h>
@@ -15,8 +16,7 @@
 
 namespace codefy::model {
 
-/// A JSON value as a student would read it in an error message ("the text \"3\"").
-std::string describe_json(const nlohmann::json& v);
+using util::describe_json;
 
 /// `"a", "b", "c"`: each item quoted, comma-separated.
 std::string quoted_list(const std::vector<std::string>& items);

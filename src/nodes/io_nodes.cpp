@@ -5,6 +5,7 @@
 #include "plot/plot.h"
 #include "train/checkpoint.h"
 #include "train/serialize.h"
+#include "util/image_size.h"
 #include "util/text.h"
 
 #include <torch/torch.h>
@@ -285,24 +286,34 @@ void register_visualize(NodeRegistry& r) {
 /// Alpha is dropped, not composited, for RGB and L, and L is PIL's
 /// (299 R + 587 G + 114 B) / 1000 in its fixed-point form. `image` has been
 /// opened by png_image_begin_read_*; `what` names the source in errors.
+/// The header's size is held against the pixel cap before any pixel buffer
+/// exists, and the buffer is a tensor, so the CPU memory budget counts it.
 torch::Tensor decode_png(png_image& image, const std::string& mode, const std::string& what) {
+  if (const std::string why = util::image_too_large({image.width, image.height}); !why.empty()) {
+    png_image_free(&image);
+    throw std::runtime_error("cannot decode PNG " + what + ": " + why);
+  }
   image.format = PNG_FORMAT_RGBA;
-  std::vector<uint8_t> pixels(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) {
+  const auto h = static_cast<int64_t>(image.height), w = static_cast<int64_t>(image.width);
+  torch::Tensor pixels;
+  try {
+    pixels = torch::empty({h, w, 4}, torch::kUInt8);
+  } catch (...) {
+    png_image_free(&image);
+    throw;
+  }
+  if (!png_image_finish_read(&image, nullptr, pixels.data_ptr<uint8_t>(), 0, nullptr)) {
     png_image_free(&image);
     throw std::runtime_error("cannot decode PNG " + what + ": " + image.message);
   }
-  const auto h = static_cast<int64_t>(image.height), w = static_cast<int64_t>(image.width);
-  torch::Tensor rgba = torch::from_blob(pixels.data(), {h, w, 4}, torch::kUInt8).permute({2, 0, 1}).to(torch::kInt32);
-  torch::Tensor out;
-  if (mode == "RGBA") {
-    out = rgba;
-  } else if (mode == "L") {
-    out = (rgba[0] * 19595 + rgba[1] * 38470 + rgba[2] * 7471 + 0x8000).div(65536, "floor").unsqueeze(0);
-  } else {
-    out = rgba.narrow(0, 0, 3);
+  torch::Tensor rgba = pixels.permute({2, 0, 1});
+  if (mode == "L") {
+    const torch::Tensor c = rgba.narrow(0, 0, 3).to(torch::kInt32);
+    rgba = (c[0] * 19595 + c[1] * 38470 + c[2] * 7471 + 0x8000).div(65536, "floor").unsqueeze(0);
+  } else if (mode != "RGBA") {
+    rgba = rgba.narrow(0, 0, 3);
   }
-  return out.to(torch::kFloat32).div_(255.0f).contiguous();
+  return rgba.to(torch::kFloat32, false, false, torch::MemoryFormat::Contiguous).div_(255.0f);
 }
 
 torch::Tensor read_png(const std::filesystem::path& path, const std::string& mode) {

@@ -76,7 +76,7 @@ struct ApiOptions {
 class Api {
  public:
   Api(ApiOptions options, const NodeRegistry& registry);
-  ~Api();
+  virtual ~Api();
   /// Stops the runs (running ones answer "stopped"; queued ones never start)
   /// and joins their threads. Call before the HTTP server goes, so no answer
   /// is posted to a dead server.
@@ -110,7 +110,9 @@ class Api {
   /// with its own execution cache, receives actions (execute, stop,
   /// clear_cache) and is closed (its run stopped, its cache freed).
   std::shared_ptr<Connection> open_connection(std::function<void(std::string)> send);
-  void connection_message(const std::shared_ptr<Connection>& c, const std::string& text);
+  /// One message from the client. Virtual only so a test can make it throw
+  /// and show that the server's last-resort catch holds.
+  virtual void connection_message(const std::shared_ptr<Connection>& c, const std::string& text);
   void close_connection(const std::shared_ptr<Connection>& c);
   /// The WebSocket handshake's check: "" when fine, else the reason. The
   /// server refuses the upgrade with HTTP 403, as CodefyUI's server does

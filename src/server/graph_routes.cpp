@@ -80,9 +80,10 @@ GraphRoutes::GraphRoutes(fs::path graphs_dir, fs::path examples_dir, const NodeR
 
 void GraphRoutes::add_routes(RouteTable& table) {
   table.add("POST", "/api/graph/validate",
-            worker_.run_here([this](const Request& r, const PathParams&) { return after_trimming(r, validate(r)); }));
+            validations_.run_here(
+                [this](const Request& r, const PathParams&) { return after_trimming(r, validate(r)); }));
   table.add("POST", "/api/graph/save",
-            worker_.run_here([this](const Request& r, const PathParams&) { return after_trimming(r, save(r)); }));
+            saves_.run_here([this](const Request& r, const PathParams&) { return after_trimming(r, save(r)); }));
   table.add("GET", "/api/graph/load/{name}",
             [this](const Request&, const PathParams& p) { return load(p.at("name")); });
   table.add("GET", "/api/graph/list", [this](const Request&, const PathParams&) { return list(); });
@@ -105,13 +106,13 @@ Response GraphRoutes::validate(const Request& r) const {
 Response GraphRoutes::save(const Request& r) const {
   nlohmann::json body = r.json_body();
   if (!body.is_object()) return Response::error(400, "expected a graph JSON object");
-  std::string target = body.value("file", std::string());
+  std::string target = util::string_field(body, "file").value_or("");
   const bool has_file = !target.empty();
-  if (target.empty()) target = body.value("name", std::string());
+  if (target.empty()) target = util::string_field(body, "name").value_or("");
   if (target.empty()) return Response::error(400, "the graph needs a \"name\" (or a \"file\") to be saved under");
   const std::string stem = sanitize_name(target);
   const fs::path path = graphs_dir_ / (stem + ".json");
-  const bool no_overwrite = body.contains("overwrite") && body["overwrite"] == false;
+  const bool no_overwrite = !util::bool_field(body, "overwrite").value_or(true);
   if (no_overwrite && !has_file && fs::exists(path)) {
     std::string stored = stem;
     try {

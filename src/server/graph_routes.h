@@ -34,12 +34,16 @@ class GraphRoutes {
   /// Adds POST /api/graph/validate, POST /api/graph/save, GET
   /// /api/graph/load/{name}, GET /api/graph/list, GET /api/examples/list and
   /// GET /api/examples/load?path=.
-  /// Validation and saving run on a worker thread of their own (a large
-  /// graph never holds up the I/O threads); at most this many wait.
+  /// Validations and saves each run on a worker thread of their own (a large
+  /// graph never holds up the I/O threads, and a slow validation never holds
+  /// up a save); at most this many wait for each.
   static constexpr size_t kWaitingMax = 8;
   void add_routes(RouteTable& table);
-  /// Answers the waiting validations and saves with 503 and joins the worker.
-  void shutdown() { worker_.shutdown(); }
+  /// Answers the waiting validations and saves with 503 and joins the workers.
+  void shutdown() {
+    validations_.shutdown();
+    saves_.shutdown();
+  }
 
  private:
   Response validate(const Request& r) const;
@@ -52,7 +56,8 @@ class GraphRoutes {
   std::filesystem::path graphs_dir_;
   std::filesystem::path examples_dir_;
   const NodeRegistry& registry_;
-  Worker worker_{"graph validations and saves", kWaitingMax};
+  Worker validations_{"graph validations", kWaitingMax};
+  Worker saves_{"graph saves", kWaitingMax};
 };
 
 }  // namespace codefy::server

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <deque>
 #include <filesystem>
 #include <optional>
@@ -165,7 +168,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       }
       const std::string text = beast::buffers_to_string(self->buffer_.data());
       self->buffer_.consume(self->buffer_.size());
-      self->api_.connection_message(self->connection_, text);
+      self->deliver(text);
       // A client that sends without reading waits: its next action is read
       // once the answers queued for it are down to half the bound again.
       if (self->queue_.size() >= self->options_.ws_max_queued)
@@ -173,6 +176,24 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
       else
         self->read();
     });
+  }
+
+  /// Hands a message to the Api. Nothing it throws may leave this handler
+  /// (it would end the I/O thread and with it the server): the last resort
+  /// logs the fault and answers the client with an error message.
+  void deliver(const std::string& text) {
+    std::string fault;
+    try {
+      api_.connection_message(connection_, text);
+      return;
+    } catch (const std::exception& e) {
+      fault = e.what();
+    } catch (...) {
+      fault = "unknown exception";
+    }
+    std::fprintf(stderr, "codefy serve: a WebSocket message failed unexpectedly: %s\n", fault.c_str());
+    nlohmann::json m = {{"type", "error"}, {"error", "internal error handling the message: " + fault}};
+    send(m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
   void send(std::string text) {
@@ -219,6 +240,7 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void read() {
     request_ = Request{};
+    head_ = false;
     body_unread_ = true;  // until on_read has the whole body
     header_parser_.emplace();
     header_parser_->header_limit(32 * 1024);
@@ -269,6 +291,11 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ep_ec;
     const auto remote = stream_.socket().remote_endpoint(ep_ec);
     request_ = to_request(header_parser_->get().base(), !ep_ec && remote.address().is_loopback());
+    // HEAD is answered as GET is, without the body (RFC 9110 9.3.2).
+    if (request_.method == "HEAD") {
+      head_ = true;
+      request_.method = "GET";
+    }
     upload_ = api_.streams_body(request_.method, request_.path);  // its route says so (an upload)
     body_limit_ = upload_ ? options_.upload_limit + (64u << 10)   // CodefyUI's multipart envelope allowance
                           : options_.body_limit;
@@ -438,6 +465,10 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& [k, v] : r.headers) res->set(k, v);
     res->keep_alive(keep_alive_);
     res->prepare_payload();
+    if (head_) {  // the header GET's answer would have, Content-Length included, and no body
+      auto header_only = std::make_shared<http::response<http::empty_body>>(std::move(res->base()));
+      return write_some(header_only, std::make_shared<http::response_serializer<http::empty_body>>(*header_only));
+    }
     write_some(res, std::make_shared<http::response_serializer<typename Message::body_type>>(*res));
   }
 
@@ -512,6 +543,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerOptions& options_;
   Uploads& uploads_;
   bool keep_alive_ = false;
+  bool head_ = false;         ///< the request is a HEAD, asked as GET: its answer goes without a body
   unsigned version_ = 11;
   size_t body_limit_ = 0;     ///< the limit of the request being read
   bool upload_ = false;       ///< the request being read is an upload: its route streams the body to disk
@@ -538,6 +570,22 @@ struct HttpServer::Impl {
       if (!ec) std::make_shared<Session>(std::move(socket), api, options, uploads)->run();
       if (acceptor.is_open()) accept();
     });
+  }
+
+  /// Runs I/O handlers until the server stops. A handler that throws ends
+  /// only its own connection: the thread logs it and goes back to work
+  /// (Asio lets run() be called again at once after an exception).
+  void run_io() {
+    for (;;) {
+      try {
+        ioc.run();
+        return;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "codefy serve: a connection failed unexpectedly: %s\n", e.what());
+      } catch (...) {
+        std::fprintf(stderr, "codefy serve: a connection failed unexpectedly: unknown exception\n");
+      }
+    }
   }
 
   ServerOptions options;
@@ -574,7 +622,7 @@ uint16_t HttpServer::start() {
   impl_->api.listen_on(impl_->options.host, port);
   impl_->accept();
   for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i)
-    impl_->threads.emplace_back([this] { impl_->ioc.run(); });
+    impl_->threads.emplace_back([this] { impl_->run_io(); });
   return port;
 }
 

@@ -1,8 +1,10 @@
 // The run output store and node state store routes.
 #include "server/inspector.h"
 
+#include "util/json_input.h"
 #include "util/parse.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace codefy::server {
@@ -97,9 +99,13 @@ Response Inspector::state_reset(const Request& r) {
     return Response::error(422, "the body needs \"graph_id\" (a string)");
   const std::string graph_id = body["graph_id"];
   size_t evicted = 0;
-  if (body.contains("node_ids") && body["node_ids"].is_array()) {
-    for (const auto& id : body["node_ids"])
-      if (id.is_string() && node_state_.erase(node_state_key(graph_id, id.get<std::string>()))) ++evicted;
+  // node_ids given (even empty) resets those nodes only; anything but a list
+  // of ids is refused, never read as "the whole graph".
+  if (const auto ids = body.find("node_ids"); ids != body.end() && !ids->is_null()) {
+    if (!ids->is_array() || !std::all_of(ids->begin(), ids->end(), [](const auto& id) { return id.is_string(); }))
+      return Response::error(422, "\"node_ids\" must be a list of node ids (text), got " + util::describe_json(*ids));
+    for (const auto& id : *ids)
+      if (node_state_.erase(node_state_key(graph_id, id.get<std::string>()))) ++evicted;
     return Response::json(200, {{"graph_id", graph_id}, {"scope", "nodes"}, {"evicted", evicted}});
   }
   evicted = node_state_.erase_if(in_graph_scope(graph_id));

@@ -29,9 +29,18 @@ bool has_control_character(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
-/// `rel` resolved under `base`; nullopt when it would leave it (or names it).
+/// Whether a part of `rel` between slashes is longer than a file name may be.
+bool has_overlong_part(const std::string& rel) {
+  size_t start = 0;
+  for (size_t slash; (slash = rel.find('/', start)) != std::string::npos; start = slash + 1)
+    if (slash - start > 255) return true;
+  return rel.size() - start > 255;
+}
+
+/// `rel` resolved under `base`; nullopt when it would leave it (or names it),
+/// or cannot be a name at all (the file system would refuse to look it up).
 std::optional<fs::path> inside_folder(const fs::path& base, const std::string& rel) {
-  if (rel.empty() || has_control_character(rel)) return std::nullopt;
+  if (rel.empty() || has_control_character(rel) || has_overlong_part(rel)) return std::nullopt;
   const fs::path root = fs::weakly_canonical(base);
   const fs::path p = fs::weakly_canonical(root / rel);
   const auto [r, q] = std::mismatch(root.begin(), root.end(), p.begin(), p.end());
@@ -63,8 +72,10 @@ struct FoundModelFile {
 FoundModelFile find_model_file(const fs::path& dir, const std::string& rel) {
   const auto path = inside_folder(dir, rel);
   if (!path) return {{}, Response::error(400, "Invalid filename")};
-  if (!fs::exists(*path)) return {{}, Response::error(404, "File not found: " + rel)};
-  if (!fs::is_regular_file(*path)) return {{}, Response::error(400, "Not a file")};
+  std::error_code ec;
+  const fs::file_status status = fs::status(*path, ec);
+  if (!fs::exists(status)) return {{}, Response::error(404, "File not found: " + rel)};
+  if (!fs::is_regular_file(status)) return {{}, Response::error(400, "Not a file")};
   if (!is_model_file(*path)) return {{}, Response::error(400, "Not a model file")};
   return {*path, std::nullopt};
 }

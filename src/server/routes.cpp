@@ -108,7 +108,9 @@ bool RouteTable::streams_body_to_disk(const std::string& method, const std::stri
 Response RouteTable::unrouted(const RouteMatch& match) {
   if (match.allowed.empty()) return Response::error(404, "Not Found");
   Response r = Response::error(405, "Method Not Allowed");
-  r.headers["Allow"] = util::join(match.allowed, ", ");
+  std::vector<std::string> allowed = match.allowed;
+  if (std::find(allowed.begin(), allowed.end(), "GET") != allowed.end()) allowed.push_back("HEAD");  // as GET
+  r.headers["Allow"] = util::join(allowed, ", ");
   return r;
 }
 

@@ -152,33 +152,10 @@ bool wants_ddp(const graph::Graph& g) {
   return false;
 }
 
-/// A folder of its own under the system's temporary folder (a ddp run's
-/// graph file and its ranks' logs), removed with everything in it.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "codefy-ddp-XXXXXX").string();
-    if (!mkdtemp(pattern.data()))
-      throw std::runtime_error("cannot make a folder for the data-parallel ranks in " +
-                               fs::temp_directory_path().string());
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 /// The ranks of a ddp run on a worker with several: rank 0 is the run in
 /// this process; the others run the same graph with `codefy run`.
 struct HostedRanks {
-  ScratchDir scratch;
+  dist::WorldDir scratch;
   std::unique_ptr<dist::HostedWorld> world;
 
   /// Starts ranks 1.. on `devices[1..]` and joins as rank 0, setting up
@@ -386,14 +363,20 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
     return respond(
         envelope_error(409, name, "invalid_graph", "graph failed validation", graph::issues_json(e.issues())));
   }
-  const device::DeviceChoice choice =
-      device::resolve_device(body.value("device", std::string("auto")), device::DeviceSource{name, "", "", "device"});
+  std::string device;
+  try {
+    device = util::string_field(body, "device").value_or("auto");
+    run.seed = util::uint_field(body, "seed").value_or(0);
+    run.record_outputs = util::bool_field(body, "record_outputs").value_or(false);
+    run.verbose = util::bool_field(body, "verbose").value_or(false);
+  } catch (const util::JsonFieldError& e) {
+    return respond(envelope_error(422, name, "invalid_input", "invalid request body",
+                                  {{{"field", e.field()}, {"reason", e.what()}}}));
+  }
+  const device::DeviceChoice choice = device::resolve_device(device, device::DeviceSource{name, "", "", "device"});
   run.device = choice.device.str();
   run.pin_nodes_to_device = true;
-  run.seed = body.value("seed", uint64_t{0});
   run.base_dir = run.graph->graph.base_dir;
-  run.record_outputs = body.value("record_outputs", false);
-  run.verbose = body.value("verbose", false);
   auto record = std::make_shared<Record>();
   record->graph = name;
   record->device = run.device;

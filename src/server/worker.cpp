@@ -4,6 +4,7 @@
 #include "graph/graph.h"
 #include "util/json_input.h"
 
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -15,12 +16,17 @@ Response response_for_current_exception() {
     throw;
   } catch (const HttpError& e) {
     return Response::error(e.status(), e.what());
+  } catch (const util::JsonFieldError& e) {
+    return Response::error(400, e.what());
   } catch (const util::JsonInputError& e) {
     return Response::error(400, std::string("malformed JSON: ") + e.what());
   } catch (const graph::GraphFormatError& e) {
     return Response::error(400, e.what());
   } catch (const std::invalid_argument& e) {
     return Response::error(400, e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    // Its text names the server's own paths: the client learns only what failed.
+    return Response::error(500, "file system error: " + e.code().message());
   } catch (const std::exception& e) {
     return Response::error(500, e.what());
   } catch (...) {

@@ -190,7 +190,16 @@ void WsExecution::receive(const std::shared_ptr<Connection>& c, const std::strin
   } catch (const util::JsonInputError& e) {
     return send({{"type", "error"}, {"error", std::string("malformed JSON: ") + e.what()}});
   }
-  const std::string action = msg.is_object() ? msg.value("action", std::string()) : std::string();
+  if (!msg.is_object())
+    return send({{"type", "error"},
+                 {"error", "a message must be a JSON object such as {\"action\": \"stop\"}, got " +
+                               util::describe_json(msg)}});
+  std::string action;
+  try {
+    action = util::string_field(msg, "action").value_or("");
+  } catch (const util::JsonFieldError& e) {
+    return send({{"type", "error"}, {"error", e.what()}});
+  }
   if (action == "clear_cache") {
     c->cache->clear();
     return send({{"type", "cache_cleared"}});
@@ -199,7 +208,7 @@ void WsExecution::receive(const std::shared_ptr<Connection>& c, const std::strin
     if (!stop_current(c, false)) send({{"type", "execution_stopped"}});  // nothing running: answered at once
     return;
   }
-  if (action != "execute") return send({{"type", "error"}, {"error", "Unknown action: " + action}});
+  if (action != "execute") return send({{"type", "error"}, {"error", "Unknown action: " + action}});  // CodefyUI's words
   stop_current(c, true);  // a new execute replaces the running one, as in CodefyUI
   execute(c, msg);
 }
@@ -226,9 +235,48 @@ bool WsExecution::stop_current(const std::shared_ptr<Connection>& c, bool replac
   return true;
 }
 
+namespace {
+
+/// The fields of an execute message besides the graph, each read with the
+/// type CodefyUI's client sends; a wrong type is refused naming the field.
+struct ExecuteFields {
+  std::string client_run_id;  ///< "run_id": the client's name for the run (also the outputs' id)
+  std::string graph_id;       ///< "graph_id": the graph's name and the scope its kept modules live in
+  std::string device = "auto";
+  std::optional<std::string> example;
+  std::set<std::string> changed_nodes;
+  bool weights_persistent = true;  // CodefyUI's default: modules carry over between runs
+  bool record_outputs = false;
+  bool verbose = false;
+};
+
+ExecuteFields read_execute_fields(const nlohmann::json& msg) {
+  ExecuteFields f;
+  f.client_run_id = util::string_field(msg, "run_id").value_or("");
+  f.graph_id = util::string_field(msg, "graph_id").value_or("");
+  f.device = util::string_field(msg, "device").value_or("auto");
+  f.example = util::string_field(msg, "example");
+  f.weights_persistent = util::bool_field(msg, "weights_persistent").value_or(true);
+  f.record_outputs = util::bool_field(msg, "record_outputs").value_or(false);
+  f.verbose = util::bool_field(msg, "verbose").value_or(false);
+  if (const auto it = msg.find("changed_nodes"); it != msg.end() && !it->is_null()) {
+    if (!it->is_array())
+      throw util::JsonFieldError("changed_nodes", "\"changed_nodes\" must be a list of node ids, got " +
+                                                      util::describe_json(*it));
+    for (const auto& n : *it) {
+      if (!n.is_string())
+        throw util::JsonFieldError("changed_nodes", "\"changed_nodes\" must list node ids as text, got " +
+                                                        util::describe_json(n));
+      f.changed_nodes.insert(n.get<std::string>());
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
 void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::json& msg) {
   auto ticket = std::make_shared<RunTicket>();
-  if (const auto id = msg.find("run_id"); id != msg.end() && id->is_string()) ticket->client_run_id = *id;
   // A run refused before it is queued: its one final message says why.
   const auto refuse = [&](const std::string& why) {
     ticket->answered = true;
@@ -236,37 +284,41 @@ void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::
     m["error"] = why;
     c->send(ws_text(m));
   };
+  ExecuteFields fields;
+  try {
+    fields = read_execute_fields(msg);
+  } catch (const util::JsonFieldError& e) {
+    return refuse(e.what());
+  }
+  ticket->client_run_id = fields.client_run_id;
   RunRequest run;
   try {
     nlohmann::json g = msg;
-    if (!g.contains("name")) g["name"] = msg.value("graph_id", std::string("editor"));
+    if (!g.contains("name")) g["name"] = fields.graph_id.empty() ? std::string("editor") : fields.graph_id;
     run.graph = std::make_shared<PreparedGraph>(prepare(graph::graph_from_json(g, "editor"), registry_));
   } catch (const std::exception& e) {
     return refuse(e.what());
   }
-  if (msg.contains("changed_nodes") && msg["changed_nodes"].is_array())
-    for (const auto& n : msg["changed_nodes"])
-      if (n.is_string()) run.force_rerun.insert(n.get<std::string>());
-  const device::DeviceChoice choice = device::resolve_device(msg.value("device", std::string("auto")),
-                                                             device::DeviceSource{"editor", "", "", "device"});
+  run.force_rerun = std::move(fields.changed_nodes);
+  const device::DeviceChoice choice =
+      device::resolve_device(fields.device, device::DeviceSource{"editor", "", "", "device"});
   run.device = choice.device.str();
   run.base_dir = base_dir_;
-  if (const auto example = msg.find("example"); example != msg.end() && example->is_string()) {
+  if (fields.example) {
     std::optional<std::filesystem::path> folder;
     try {
-      folder = example_folder(examples_dir_, example->get<std::string>());
+      folder = example_folder(examples_dir_, *fields.example);
     } catch (const std::invalid_argument&) {
     }
-    if (!folder) return refuse("Example not found: " + example->get<std::string>());
+    if (!folder) return refuse("Example not found: " + *fields.example);
     run.base_dir = *folder;
   }
   run.cache = c->cache.get();
-  run.keep_state = msg.value("weights_persistent", true);  // CodefyUI's default: modules carry over between runs
-  run.state_scope = msg.value("graph_id", std::string());
-  if (run.state_scope.empty()) run.state_scope = run.graph->graph.name;
-  run.record_outputs = msg.value("record_outputs", false);
-  run.verbose = msg.value("verbose", false);
-  run.outputs_id = msg.value("run_id", std::string());
+  run.keep_state = fields.weights_persistent;
+  run.state_scope = fields.graph_id.empty() ? run.graph->graph.name : fields.graph_id;
+  run.record_outputs = fields.record_outputs;
+  run.verbose = fields.verbose;
+  run.outputs_id = fields.client_run_id;
   auto listener = std::make_shared<EditorRun>(c, ticket, choice.warnings);
   std::string run_id;
   try {

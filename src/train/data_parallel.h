@@ -24,6 +24,9 @@ class DataParallel {
   virtual int world_size() const = 0;
   /// The collective backend's name ("gloo", "nccl").
   virtual std::string backend() const = 0;
+  /// Where the ranks met, for the run's config event: {store: file, path} or
+  /// {store: tcp, address, listens_on[, warning]}; null when it does not say.
+  virtual nlohmann::json rendezvous() const { return nullptr; }
   /// Sets every tensor, in place, to rank `root`'s values.
   virtual void broadcast(const std::vector<at::Tensor>& tensors, int root = 0) = 0;
   /// Sums every tensor over the ranks, in place.

@@ -297,6 +297,7 @@ void TrainingRun::prepare() {
   };
   if (parallel_) {
     config["backend"] = parallel_->backend();
+    config["rendezvous"] = parallel_->rendezvous();
     config["samples_per_rank"] = train_data_.num_samples();
     config["evaluation"] = "every rank evaluates the whole validation set (identical weights, identical results)";
   }
@@ -545,6 +546,7 @@ nlohmann::json TrainingRun::final_metrics(int64_t epochs_done) const {
   };
   if (parallel_) {
     m["backend"] = parallel_->backend();
+    m["rendezvous"] = parallel_->rendezvous();
     m["ddp"] = parallel_->counters();
   }
   add_precision_fields(m);

@@ -23,6 +23,9 @@ namespace {
 
 std::atomic<uint64_t> temp_counter{0};
 
+/// The longest file name (one path component) Linux file systems take.
+constexpr size_t kNameMax = 255;
+
 /// Writes `size` bytes to `fd`, retrying short writes and EINTR.
 bool write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
@@ -47,9 +50,13 @@ void write_atomically(const fs::path& path, const std::function<std::string(int 
     fs::create_directories(dir, ec);
     if (ec) throw Error("cannot create folder " + dir.string() + " for " + path.string() + ": " + ec.message());
   }
-  // Unique per process and call, matching the "*.tmp.*" ignore pattern.
-  const fs::path temp = dir / (path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                               std::to_string(temp_counter.fetch_add(1)));
+  // Unique per process and call, matching the "*.tmp.*" ignore pattern. A
+  // name near the 255-byte limit keeps only as much of itself as leaves room
+  // for the suffix: the file's own name may be that long, its temporary too.
+  const std::string suffix =
+      ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter.fetch_add(1));
+  const std::string name = path.filename().string();
+  const fs::path temp = dir / (name.substr(0, kNameMax - suffix.size()) + suffix);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
     throw Error("cannot write " + path.string() + ": creating " + temp.string() + " failed: " + std::strerror(errno));

@@ -55,4 +55,55 @@ nlohmann::json parse_json(std::string_view text, int max_depth) {
   }
 }
 
+std::string describe_json(const nlohmann::json& v) {
+  using nlohmann::json;
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return text;
+    case json::value_t::string: return "the text " + text;
+    case json::value_t::array: return "the list " + text;
+    case json::value_t::object: return "the object " + text;
+    case json::value_t::number_float: return "the decimal number " + text;
+    default: return text;
+  }
+}
+
+namespace {
+
+/// The field's value, or nullptr when it is absent or null.
+const nlohmann::json* present(const nlohmann::json& object, const std::string& key) {
+  if (!object.is_object()) return nullptr;
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+[[noreturn]] void wrong_type(const std::string& key, const char* expected, const nlohmann::json& got) {
+  throw JsonFieldError(key, "\"" + key + "\" must be " + expected + ", got " + describe_json(got));
+}
+
+}  // namespace
+
+std::optional<std::string> string_field(const nlohmann::json& object, const std::string& key) {
+  const nlohmann::json* v = present(object, key);
+  if (!v) return std::nullopt;
+  if (!v->is_string()) wrong_type(key, "text", *v);
+  return v->get<std::string>();
+}
+
+std::optional<bool> bool_field(const nlohmann::json& object, const std::string& key) {
+  const nlohmann::json* v = present(object, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) wrong_type(key, "true or false", *v);
+  return v->get<bool>();
+}
+
+std::optional<uint64_t> uint_field(const nlohmann::json& object, const std::string& key) {
+  const nlohmann::json* v = present(object, key);
+  if (!v) return std::nullopt;
+  if (v->is_number_unsigned()) return v->get<uint64_t>();
+  wrong_type(key, "a whole number from 0 to 18446744073709551615", *v);
+}
+
 }  // namespace codefy::util

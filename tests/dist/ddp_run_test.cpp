@@ -14,7 +14,9 @@
 #include <chrono>
 #include <csignal>
 #include <ostream>
+#include <map>
 #include <regex>
+#include <sstream>
 
 namespace codefy {
 namespace {
@@ -277,6 +279,55 @@ Signalled signal_during_training(const std::string& tag, int timeout_s, int rank
   }
   s.output = l.output;
   return s;
+}
+
+
+/// The listening TCP sockets `ss` shows for process `pid`: their local addresses.
+std::vector<std::string> listening_addresses(pid_t pid) {
+  std::vector<std::string> found;
+  FILE* ss = popen("ss -Htlnp 2>&1", "r");
+  if (!ss) return {"(ss did not start)"};
+  char line[4096];
+  const std::string owner = "pid=" + std::to_string(pid) + ",";
+  while (fgets(line, sizeof line, ss)) {
+    const std::string l = line;
+    if (l.find(owner) == std::string::npos) continue;
+    std::istringstream fields(l);
+    std::string state, recv_q, send_q, local;
+    fields >> state >> recv_q >> send_q >> local;
+    found.push_back(local);
+  }
+  pclose(ss);
+  return found;
+}
+
+// Issue #34 item 2: the rendezvous store has no authentication; on one
+// machine it no longer listens at all (the ranks meet through a file in a
+// folder of this user's), and what the ranks do listen on (Gloo's pairs) is
+// loopback. Shown with ss while two ranks train.
+TEST(Ddp, OneMachinesRanksListenOnLoopbackOnlyAndTheRendezvousFolderGoes) {
+  const auto dir = temp_dir("ddp_listen");
+  Launched l = launch(write_graph(dir, "long", long_graph(dir)), 20);
+  ASSERT_TRUE(l.read_until("started rank 0")) << l.output;
+  const std::vector<pid_t> pids = rank_pids(l.output);
+  ASSERT_EQ(pids.size(), 2u) << l.output;
+  EXPECT_NE(l.output.find("(one machine: no port)"), std::string::npos) << l.output;
+  const bool training = l.read_until("\"event\":\"epoch\"");
+  std::map<pid_t, std::vector<std::string>> listening;
+  for (pid_t p : pids) listening[p] = listening_addresses(p);
+  kill(l.pid, SIGINT);
+  l.finish();
+  ASSERT_TRUE(training) << l.output;
+  for (const auto& [pid, addresses] : listening)
+    for (const std::string& a : addresses)
+      EXPECT_EQ(a.rfind("127.0.0.1:", 0), 0u) << "rank pid " << pid << " listens on " << a;
+  // The config event says where the ranks met; that folder is gone afterwards.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(l.output, m, std::regex("\"rendezvous\":\\{\"path\":\"([^\"]+)\",\"store\":\"file\"\\}")))
+      << l.output.substr(0, 3000);
+  const std::filesystem::path store = m[1].str();
+  EXPECT_EQ(store.parent_path().filename().string().rfind("codefy-ddp-", 0), 0u) << store;
+  EXPECT_FALSE(std::filesystem::exists(store.parent_path())) << "the launcher left " << store.parent_path();
 }
 
 TEST(DdpFaults, KillingRank1StopsRank0NamingIt) {

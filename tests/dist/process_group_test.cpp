@@ -8,11 +8,15 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <thread>
 
 namespace codefy::dist {
 namespace {
@@ -108,9 +112,10 @@ TEST(ProcessGroup, ATakenPortIsAClearError) {
   } catch (const std::runtime_error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("cannot host the rendezvous store on 127.0.0.1:" + std::to_string(port)), std::string::npos) << m;
-    EXPECT_NE(m.find("--master-port 0"), std::string::npos) << m;
+    EXPECT_NE(m.find("choose another --master-port"), std::string::npos) << m;
   }
-  LaunchOptions o;
+  LaunchOptions o;  // node 0 of two machines: the port is checked before a rank starts
+  o.nnodes = 2;
   o.master_port = port;
   o.argv = {"/bin/true"};
   try {
@@ -153,6 +158,136 @@ TEST(ProcessGroup, BackendFollowsTheLinkedLibTorch) {
     o.backend = "nccl";
     EXPECT_THROW((ProcessGroup{w, o}), std::runtime_error);
   }
+}
+
+
+// Issue #34 item 2: on one machine the ranks meet through a FileStore in a
+// folder of this user's, so the store (which has no authentication) listens
+// on no port at all; the world says where it met.
+TEST(ProcessGroup, OneMachineMeetsThroughAFileAndListensOnNoPort) {
+  WorldDir dir;
+  const auto world = [&dir](int rank) {
+    WorldInfo w = two_ranks(rank, 0);
+    w.store_file = dir.store_file().string();
+    return w;
+  };
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    torch::set_num_threads(1);
+    int code = 1;
+    try {
+      ProcessGroup group(world(1));
+      const torch::Tensor t = torch::full({4}, 2.0f);
+      group.all_reduce_sum({t});
+      code = t.eq(3.0f).all().item<bool>() ? 0 : 2;
+      group.barrier();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "rank 1: %s\n", e.what());
+    }
+    _exit(code);
+  }
+  {
+    ProcessGroup group(world(0));
+    const torch::Tensor t = torch::full({4}, 1.0f);
+    group.all_reduce_sum({t});
+    EXPECT_TRUE(t.eq(3.0f).all().item<bool>());
+    const nlohmann::json r = group.rendezvous();
+    EXPECT_EQ(r["store"], "file") << r;
+    EXPECT_EQ(r["path"], dir.store_file().string()) << r;
+    EXPECT_FALSE(r.contains("address")) << r;
+    group.barrier();
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank 1 failed";
+  struct stat st {};
+  ASSERT_EQ(stat(dir.path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "the rendezvous folder is readable by others";
+}
+
+TEST(ProcessGroup, ATcpStoreSaysWhereItListens) {
+  const uint16_t port = find_free_port("127.0.0.1");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      ProcessGroup group(two_ranks(1, port));
+      group.barrier();
+    } catch (const std::exception&) {
+      _exit(1);
+    }
+    _exit(0);
+  }
+  ProcessGroup group(two_ranks(0, port));
+  const nlohmann::json r = group.rendezvous();
+  EXPECT_EQ(r["store"], "tcp") << r;
+  EXPECT_EQ(r["address"], "127.0.0.1:" + std::to_string(port)) << r;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 8)
+  EXPECT_EQ(r["listens_on"], "127.0.0.1") << r;
+#else
+  EXPECT_EQ(r["listens_on"], "every interface") << r;
+  EXPECT_NE(r.value("warning", "").find("firewall port " + std::to_string(port)), std::string::npos) << r;
+#endif
+  group.barrier();
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// Item 6: a rank started by a server must not hold the server's listening
+// socket or its clients' connections: only stdin, stdout and stderr go on.
+TEST(RankProcesses, ARankInheritsNoDescriptorButTheStandardThree) {
+  const int leaked = socket(AF_INET, SOCK_STREAM, 0);  // no SOCK_CLOEXEC, as Asio's sockets
+  ASSERT_GE(leaked, 0);
+  const int high = dup2(leaked, 77);
+  ASSERT_EQ(high, 77);
+  ASSERT_EQ(fcntl(high, F_GETFD) & FD_CLOEXEC, 0);
+  testing::TempDir dir("rank_fds");
+  const std::string log = (dir.path() / "fds.log").string();
+  WorldEnv env;
+  {
+    RankProcesses ranks(env, {{0, 0, {"sh", "-c", "ls /proc/$$/fd"}, "/bin/sh", log}});
+    while (ranks.running()) {
+      ranks.reap();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  std::ifstream in(log);
+  std::vector<std::string> fds;
+  for (std::string fd; in >> fd;) fds.push_back(fd);
+  EXPECT_EQ(fds, (std::vector<std::string>{"0", "1", "2"})) << "the shell held more than the standard three";
+  close(high);
+  close(leaked);
+}
+
+TEST(WorldDir, FoldersOfProcessesThatAreGoneAreRemovedOthersStay) {
+  testing::TempDir temp_dir("world_dirs");
+  const auto& temp = temp_dir.path();
+  // A process that has ended: its pid is free.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  const auto dead = temp / ("codefy-ddp-" + std::to_string(child) + "-abc123");
+  const auto alive = temp / ("codefy-ddp-" + std::to_string(getppid()) + "-def456");
+  const auto mine = temp / ("codefy-ddp-" + std::to_string(getpid()) + "-ghi789");
+  const auto other = temp / "codefy-ddp-notapid";
+  for (const auto& d : {dead, alive, mine, other}) {
+    std::filesystem::create_directories(d);
+    std::ofstream(d / "rank-1.log") << "x";
+  }
+  EXPECT_EQ(remove_stale_world_dirs(temp), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  for (const auto& d : {alive, mine, other}) EXPECT_TRUE(std::filesystem::exists(d)) << d;
+  // A WorldDir is made with this process's pid in its name and goes with it.
+  std::filesystem::path made;
+  {
+    WorldDir w;
+    made = w.path();
+    EXPECT_EQ(made.filename().string().rfind("codefy-ddp-" + std::to_string(getpid()) + "-", 0), 0u) << made;
+    EXPECT_TRUE(std::filesystem::is_directory(made));
+  }
+  EXPECT_FALSE(std::filesystem::exists(made));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // scikit-learn's generator and split algorithms, brute-force KNN, Newton's
 // method for logistic regression, a plain Python CART), and by hand.
 #include "../common/test_util.h"
+#include "device/memory.h"
+#include "engine/errors.h"
 #include "engine/executor.h"
 #include "graph/graph.h"
 #include "nodes/library.h"
@@ -14,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <png.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -60,9 +63,9 @@ RunResult run_graph(const json& g, const fs::path& base_dir = {}) {
 }
 
 /// The NodeError a graph fails with (the test fails when it runs).
-NodeError run_error(const json& g) {
+NodeError run_error(const json& g, const fs::path& base_dir = {}) {
   try {
-    run_graph(g);
+    run_graph(g, base_dir);
   } catch (const NodeError& e) {
     return e;
   }
@@ -390,6 +393,71 @@ TEST(ClassicNodes, ImageReaderReadsPngAsChannelsFirst) {
   EXPECT_TRUE(torch::allclose(read("RGBA")[3], torch::tensor({1.f, 128.f / 255.f}).reshape({1, 2})));
   // PIL's L: (19595 R + 38470 G + 7471 B + 2^15) >> 16 -> 76 for red, 29 for blue.
   EXPECT_TRUE(torch::allclose(read("L"), torch::tensor({76.f / 255.f, 29.f / 255.f}).reshape({1, 1, 2})));
+}
+
+
+// Issue #34 item 5: a PNG's header is held against the pixel cap before any
+// pixel buffer exists (a 20000 x 20000 header is 1.6 GB once decoded), and
+// the decode buffer is a tensor the CPU memory budget counts.
+TEST(ClassicNodes, ImageReaderRefusesAHeaderPastThePixelCapBeforeDecoding) {
+  codefy::testing::TempDir dir("image_bomb");
+  // Signature, then IHDR (20000 x 20000, 8-bit RGBA) with its CRC, then IEND: no pixels at all.
+  std::string ihdr = "IHDR";
+  for (uint32_t v : {20000u, 20000u})
+    for (int shift = 24; shift >= 0; shift -= 8) ihdr += static_cast<char>((v >> shift) & 0xff);
+  ihdr += std::string("\x08\x06\x00\x00\x00", 5);
+  const auto be32 = [](uint32_t v) {
+    std::string b;
+    for (int shift = 24; shift >= 0; shift -= 8) b += static_cast<char>((v >> shift) & 0xff);
+    return b;
+  };
+  const auto chunk = [&be32](const std::string& type_and_data) {
+    const auto crc = crc32(0, reinterpret_cast<const Bytef*>(type_and_data.data()), type_and_data.size());
+    return be32(static_cast<uint32_t>(type_and_data.size() - 4)) + type_and_data + be32(static_cast<uint32_t>(crc));
+  };
+  // A few bytes of deflate data stand for the pixels (a real bomb's are 1 MB of them).
+  std::string idat(64, '\0');
+  uLongf idat_size = idat.size();
+  const std::string row(16, '\0');
+  ASSERT_EQ(compress(reinterpret_cast<Bytef*>(idat.data()), &idat_size, reinterpret_cast<const Bytef*>(row.data()),
+                     row.size()),
+            Z_OK);
+  idat.resize(idat_size);
+  codefy::testing::write_file(dir.path() / "bomb.png", std::string("\x89PNG\r\n\x1a\n", 8) + chunk(ihdr) +
+                                                           chunk("IDAT" + idat) + chunk("IEND"));
+  const NodeError e = run_error(GraphBuilder().source("img", "ImageReader", {{"path", "bomb.png"}}).g, dir.path());
+  EXPECT_EQ(e.node_id(), "img");
+  EXPECT_EQ(e.field(), "param \"path\"");
+  EXPECT_NE(e.detail().find("20000 x 20000 = 400,000,000 pixels; at most 25,000,000 are decoded"), std::string::npos)
+      << e.what();
+}
+
+TEST(ClassicNodes, ImageReadersDecodeBufferCountsAgainstTheCpuBudget) {
+  ASSERT_TRUE(device::install_counting_allocator());
+  codefy::testing::TempDir dir("image_budget");
+  // 2000 x 2000 RGBA: a 16 MB decode buffer, 48 MB as float RGB.
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = 2000;
+  image.height = 2000;
+  image.format = PNG_FORMAT_RGBA;
+  const std::vector<uint8_t> pixels(2000 * 2000 * 4, 200);
+  ASSERT_TRUE(png_image_write_to_file(&image, (dir.path() / "big.png").c_str(), 0, pixels.data(), 0, nullptr));
+  struct BudgetReset {
+    ~BudgetReset() { device::set_cpu_budget(0); }
+  } reset;
+  device::set_cpu_budget(device::cpu_memory().live_bytes + (8 << 20));
+  const auto g = GraphBuilder().source("img", "ImageReader", {{"path", "big.png"}}).g;
+  try {
+    run_graph(g, dir.path());
+    ADD_FAILURE() << "a 16 MB decode fitted an 8 MB budget";
+  } catch (const NodeOOMError& oom) {
+    EXPECT_EQ(oom.node_id(), "img");
+    EXPECT_NE(std::string(oom.what()).find("tried to allocate 15.3 MiB"), std::string::npos) << oom.what();
+  }
+  device::set_cpu_budget(0);
+  auto r = run_graph(g, dir.path());
+  EXPECT_EQ(tensor(r, "img", "image").sizes(), (std::vector<int64_t>{3, 2000, 2000}));
 }
 
 TEST(ClassicNodes, GraphInputParsesItsDefaultAndGraphOutputPassesItOn) {

@@ -1,12 +1,14 @@
 // The layer catalogue against the layer table, and shape traces against the
 // model SequentialModel builds (and against sizes worked out by hand).
 #include "model/layer_shapes.h"
+#include "device/memory.h"
 #include "model/layer_catalog.h"
 #include "model/layer_table.h"
 #include "spec_builder.h"
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <fstream>
 
 namespace codefy::model {
@@ -197,6 +199,87 @@ TEST(LayerShapes, RefusesRequestsPastTheLimitsAndStopsAtAHugeLayerBeforeBuilding
   ASSERT_TRUE(wide.error);
   EXPECT_EQ(wide.error->node_id, "l");
   EXPECT_NE(wide.error->message.find("output"), std::string::npos) << wide.error->message;
+}
+
+
+// Issue #34 item 6: a Reshape whose sizes cannot hold the input is the
+// layer's error, named, not LibTorch's raw text.
+TEST(LayerShapes, AReshapeThatCannotFitNamesTheLayer) {
+  const ShapeTrace trace = trace_layer_shapes(single_layer("Reshape", {{"shape", {7}}}), {1, 28, 28});
+  ASSERT_TRUE(trace.error);
+  EXPECT_FALSE(trace.error->over_limit);
+  EXPECT_EQ(trace.error->node_id, "l");
+  EXPECT_EQ(trace.error->node_type, "Reshape");
+  EXPECT_NE(trace.error->message.find("failed on input of shape [1, 1, 28, 28]"), std::string::npos)
+      << trace.error->message;
+}
+
+/// The largest CPU tensor memory live during `f` (the counting allocator's peak).
+template <class F>
+int64_t peak_bytes_during(F&& f) {
+  EXPECT_TRUE(device::install_counting_allocator());
+  device::reset_cpu_peak();
+  const int64_t before = device::cpu_memory().live_bytes;
+  f();
+  return device::cpu_memory().peak_bytes - before;
+}
+
+// Issue #34 item 3: the output's size was taken from the input (1 element),
+// not from output_size; the trace then allocated 1.6e9 floats (6.4 GB).
+TEST(LayerShapes, AdaptivePoolingToAHugeOutputIsRefusedBeforeAnythingIsAllocated) {
+  ShapeTrace trace;
+  const int64_t peak = peak_bytes_during([&] {
+    trace = trace_layer_shapes(single_layer("AdaptiveAvgPool2d", {{"output_size", {40000, 40000}}}), {1, 1, 1});
+  });
+  ASSERT_TRUE(trace.error);
+  EXPECT_TRUE(trace.error->over_limit);
+  EXPECT_EQ(trace.error->node_id, "l");
+  EXPECT_EQ(trace.error->node_type, "AdaptiveAvgPool2d");
+  EXPECT_NE(trace.error->message.find("1,600,000,000 elements"), std::string::npos) << trace.error->message;
+  EXPECT_LT(peak, 1 << 20) << "the trace allocated " << peak << " bytes";
+  // A whole number and a kept (null) size are read too.
+  const ShapeTrace square =
+      trace_layer_shapes(single_layer("AdaptiveAvgPool2d", {{"output_size", 30000}}), {1, 1, 1});
+  ASSERT_TRUE(square.error);
+  EXPECT_TRUE(square.error->over_limit);
+  const ShapeTrace kept =
+      trace_layer_shapes(single_layer("AdaptiveAvgPool2d", {{"output_size", {nullptr, 3}}}), {2, 5, 7});
+  ASSERT_FALSE(kept.error) << kept.error->message;
+  EXPECT_EQ(kept.output_shape, (std::vector<int64_t>{1, 2, 5, 3}));
+}
+
+// Item 4: pooling windows were not counted: a 500x500 window at stride 1 over
+// 1000x1000 is 6.3e10 comparisons (48 s) and passed an 8e9 cap.
+TEST(LayerShapes, APoolingWindowCountsEveryComparisonAgainstTheCap) {
+  for (const char* type : {"MaxPool2d", "AvgPool2d"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const ShapeTrace trace =
+        trace_layer_shapes(single_layer(type, {{"kernel_size", 500}, {"stride", 1}}), {1, 1000, 1000});
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(trace.error) << type;
+    EXPECT_TRUE(trace.error->over_limit) << type;
+    EXPECT_EQ(trace.error->node_type, type);
+    EXPECT_NE(trace.error->message.find("62,750,250,000 multiply-adds"), std::string::npos) << trace.error->message;
+    EXPECT_LT(seconds, 1.0) << type;
+  }
+  // The stride defaults to the kernel: the same window over the same input is
+  // 4 outputs and passes.
+  const ShapeTrace strided = trace_layer_shapes(single_layer("MaxPool2d", {{"kernel_size", 500}}), {1, 1000, 1000});
+  ASSERT_FALSE(strided.error) << strided.error->message;
+  EXPECT_EQ(strided.output_shape, (std::vector<int64_t>{1, 1, 2, 2}));
+}
+
+// Attention weights are sequence x sequence per head: 60000 tokens of width 1
+// pass the multiply-add cap (7.2e9) but would allocate 7.2e9 floats on the way.
+TEST(LayerShapes, AttentionsIntermediateWeightsCountAgainstTheCap) {
+  ShapeTrace trace;
+  const int64_t peak = peak_bytes_during([&] {
+    trace = trace_layer_shapes(single_layer("MultiHeadAttention", {{"embed_dim", 1}, {"num_heads", 1}}), {60000, 1});
+  });
+  ASSERT_TRUE(trace.error);
+  EXPECT_TRUE(trace.error->over_limit);
+  EXPECT_NE(trace.error->message.find("intermediate elements"), std::string::npos) << trace.error->message;
+  EXPECT_LT(peak, 16 << 20);
 }
 
 }  // namespace

@@ -103,6 +103,10 @@ TEST_F(ServerDdp, TwoCpuProcessesLandOnTheWeightsOfOneProcessWithTheCombinedBatc
   EXPECT_EQ(m["strategy"], "ddp") << run.body;
   EXPECT_EQ(m["world_size"], 2);
   EXPECT_EQ(m["backend"], "gloo");
+  // Issue #34 item 2: the hosted ranks meet through a file, not a port the
+  // server would open on every interface; its folder goes with the run.
+  EXPECT_EQ(m["rendezvous"]["store"], "file") << m["rendezvous"];
+  EXPECT_FALSE(fs::exists(fs::path(m["rendezvous"].value("path", "/")).parent_path()));
   EXPECT_EQ(m["effective_batch_size"], 32);
   EXPECT_EQ(m["ddp"]["gradient_reductions"], epochs * samples / 32);  // one all-reduce per update
   // Peak memory: each rank's, and per device the largest of them.

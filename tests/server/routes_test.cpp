@@ -81,7 +81,7 @@ TEST(RouteTable, AnotherMethodOnAKnownPathIs405WithAllow) {
   const Response r = RouteTable::unrouted(post);
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(nlohmann::json::parse(r.body), (nlohmann::json{{"detail", "Method Not Allowed"}}));
-  EXPECT_EQ(r.headers.at("Allow"), "DELETE, GET");
+  EXPECT_EQ(r.headers.at("Allow"), "DELETE, GET, HEAD");
   // The same path with a method it has goes to that method's row.
   const RouteMatch del = t.match("DELETE", "/api/execution/outputs/r-1");
   ASSERT_NE(del.route, nullptr);
@@ -169,10 +169,10 @@ TEST_F(ApiRoutes, UnknownPathsGet404AndOtherMethods405WithAllow) {
   const Response validate = ask("GET", "/api/graph/validate");
   EXPECT_EQ(validate.status, 405);
   EXPECT_EQ(validate.headers.at("Allow"), "POST");
-  EXPECT_EQ(ask("DELETE", "/api/health").headers.at("Allow"), "GET");
-  EXPECT_EQ(ask("POST", "/api/execution/outputs/r-1").headers.at("Allow"), "DELETE, GET");
+  EXPECT_EQ(ask("DELETE", "/api/health").headers.at("Allow"), "GET, HEAD");
+  EXPECT_EQ(ask("POST", "/api/execution/outputs/r-1").headers.at("Allow"), "DELETE, GET, HEAD");
   EXPECT_EQ(ask("GET", "/api/runs/r-1/stop").headers.at("Allow"), "POST");
-  EXPECT_EQ(ask("POST", "/api/nodes/Start").headers.at("Allow"), "GET");
+  EXPECT_EQ(ask("POST", "/api/nodes/Start").headers.at("Allow"), "GET, HEAD");
 
   EXPECT_EQ(ask("GET", "/api/health").status, 200);
   EXPECT_EQ(ask("GET", "/api/graph/load/nothing").status, 404);
