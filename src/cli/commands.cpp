@@ -7,6 +7,7 @@
 #include "dist/launcher.h"
 #include "dist/process_group.h"
 #include "engine/executor.h"
+#include "engine/run_error.h"
 #include "graph/validate.h"
 #include "model/layer_catalog.h"
 #include "nodes/library.h"
@@ -146,22 +147,36 @@ int run_graph(const RunCommand& cmd) {
   }
   const bool quiet = world && world->rank != 0;
   const std::string who = world && world->world_size > 1 ? "rank " + std::to_string(world->rank) + ": " : "";
-  auto report_error = [&](const char* kind, const std::string& message, const nlohmann::json& extra, int code) {
-    if (quiet && cmd.json) {  // the launching server reads a rank's last line to say why it failed
-      nlohmann::json e = {
-          {"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code}, {"rank", world->rank}};
-      e.update(extra);
-      std::fprintf(stderr, "%s\n", e.dump().c_str());
-    } else if (quiet) {
-      std::fprintf(stderr, "%serror: %s\n", who.c_str(), message.c_str());
+  // Every failure is one RunError: rank 0 (or a lone process) prints it (a
+  // JSON line with --json); another rank writes it to the report file its
+  // launcher named, where the launcher reads why it failed, and says it on stderr.
+  auto report_error = [&](RunError error) {
+    if (world && world->world_size > 1) error.rank = world->rank;
+    const int code = error.exit_code();
+    if (quiet) {
+      if (const char* report = std::getenv("CODEFY_RANK_REPORT"); report && *report) {
+        try {
+          util::write_file_atomic(report, error.to_json().dump());
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%scannot write the failure report %s: %s\n", who.c_str(), report, e.what());
+        }
+      }
+      std::fprintf(stderr, "%serror: %s\n", who.c_str(), error.message.c_str());
     } else if (cmd.json) {
-      nlohmann::json e = {{"event", "run_error"}, {"kind", kind}, {"message", message}, {"exit_code", code}};
-      e.update(extra);
+      nlohmann::json e = error.to_json();
+      e["event"] = "run_error";
+      e["exit_code"] = code;
       printer.emit_json(e);
     } else {
-      std::fprintf(stderr, "%serror: %s\n", who.c_str(), message.c_str());
+      std::fprintf(stderr, "%serror: %s\n", who.c_str(), error.message.c_str());
     }
     return code;
+  };
+  auto report = [&](RunErrorKind kind, const std::string& message) {
+    RunError e;
+    e.kind = kind;
+    e.message = message;
+    return report_error(std::move(e));
   };
 
   PreparedGraph prepared;
@@ -169,17 +184,15 @@ int run_graph(const RunCommand& cmd) {
     graph::Graph g = graph::load_graph_file(cmd.graph_path);
     if (!cmd.base_dir.empty()) g.base_dir = std::filesystem::absolute(cmd.base_dir);
     prepared = prepare(g, nodes::builtin());
-  } catch (const graph::GraphFormatError& e) {
-    return report_error("invalid_graph", e.what(), {}, kExitInvalidGraph);
-  } catch (const graph::ValidationError& e) {
-    return report_error("invalid_graph", e.what(), {}, kExitInvalidGraph);
+  } catch (const std::exception&) {
+    return report_error(RunError::from_current_exception());
   }
 
   try {
     const int64_t budget = cmd.memory_budget_mb >= 0 ? cmd.memory_budget_mb << 20 : device::cpu_budget_from_env();
     device::set_cpu_budget(budget);
   } catch (const std::invalid_argument& e) {
-    return report_error("usage", e.what(), {}, kExitUsage);
+    return report(RunErrorKind::kUsage, e.what());
   }
   const int threads = device::configure_threads(cmd.threads);
   const auto blas = device::blas_info();
@@ -220,7 +233,7 @@ int run_graph(const RunCommand& cmd) {
       settings.files = files.access;
       settings.output_dir = files.output_dir;
     } catch (const std::exception& e) {
-      return report_error("usage", "--run-files " + cmd.run_files + ": " + e.what(), {}, kExitUsage);
+      return report(RunErrorKind::kUsage, "--run-files " + cmd.run_files + ": " + e.what());
     }
   }
   settings.cancel = current_token();
@@ -237,7 +250,7 @@ int run_graph(const RunCommand& cmd) {
     try {
       settings.data_parallel = std::make_shared<dist::ProcessGroup>(*world, options);
     } catch (const std::exception& e) {
-      return report_error("distributed", e.what(), {{"rank", world->rank}}, kExitRuntimeError);
+      return report(RunErrorKind::kDistributed, e.what());
     }
   }
   try {
@@ -264,16 +277,8 @@ int run_graph(const RunCommand& cmd) {
       std::fprintf(stderr, "stopped\n");
     }
     return kExitStopped;
-  } catch (const NodeOOMError& e) {
-    return report_error("out_of_memory", e.what(),
-                        {{"node_id", e.node_id()}, {"node_type", e.node_type()}, {"device", e.device()}},
-                        kExitOutOfMemory);
-  } catch (const NodeError& e) {
-    return report_error("node_error", e.what(),
-                        {{"node_id", e.node_id()}, {"node_type", e.node_type()}, {"field", e.field()}},
-                        kExitRuntimeError);
-  } catch (const std::exception& e) {
-    return report_error("error", e.what(), {}, kExitRuntimeError);
+  } catch (const std::exception&) {
+    return report_error(RunError::from_current_exception());
   }
 }
 

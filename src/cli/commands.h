@@ -1,21 +1,13 @@
 // The `codefy` subcommands.
 #pragma once
 
+#include "engine/run_error.h"  // the exit codes
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace codefy::cli {
-
-/// Exit codes, distinct per outcome so scripts can tell them apart.
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitUsage = 1,         ///< bad command line
-  kExitInvalidGraph = 2,  ///< unreadable or invalid graph (nothing ran)
-  kExitRuntimeError = 3,  ///< a node failed while running
-  kExitOutOfMemory = 4,   ///< a node ran out of memory
-  kExitStopped = 5,       ///< stopped by SIGINT/SIGTERM
-};
 
 struct RunCommand {
   std::string graph_path;

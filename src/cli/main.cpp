@@ -7,6 +7,8 @@
 
 int main(int argc, char** argv) {
   using namespace codefy::cli;
+  using codefy::kExitOk;
+  using codefy::kExitUsage;
   codefy::device::tune_allocator();
   codefy::device::install_counting_allocator();  // before the first tensor: live/peak bytes, the CPU budget
   install_signal_handling();

@@ -1,4 +1,5 @@
 #include "device/memory.h"
+
 #include "util/parse.h"
 
 #include <c10/core/Allocator.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 #ifdef CODEFY_WITH_CUDA
@@ -70,9 +72,14 @@ class CountingAllocator final : public c10::Allocator {
     void* raw = nullptr;
     try {
       raw = base_->allocate(n + kHeader).release_context();  // freed again through base_deleter_
-    } catch (...) {
+    } catch (const c10::OutOfMemoryError&) {
       failure_live_.store(live_.fetch_sub(size, std::memory_order_relaxed) - size, std::memory_order_relaxed);
       throw;
+    } catch (const c10::Error& e) {
+      // LibTorch's CPU allocator says "can't allocate memory" as a plain
+      // c10::Error; it leaves here typed, so nothing above reads its text.
+      failure_live_.store(live_.fetch_sub(size, std::memory_order_relaxed) - size, std::memory_order_relaxed);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, e.msg());
     }
     *static_cast<int64_t*>(raw) = size;
     void* data = static_cast<char*>(raw) + kHeader;
@@ -100,6 +107,10 @@ void CountingAllocator::release(void* data) {
 }
 
 }  // namespace
+
+bool is_out_of_memory(const std::exception& e) {
+  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+}
 
 bool install_counting_allocator() {
   CountingAllocator* a = counting();

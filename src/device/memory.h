@@ -6,6 +6,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -30,6 +31,12 @@ void reset_cpu_peak();
 /// Refuse CPU allocations that would take live bytes past `bytes` with
 /// c10::OutOfMemoryError (0 removes the budget).
 void set_cpu_budget(int64_t bytes);
+
+/// Whether `e` says memory ran out: c10::OutOfMemoryError (a full card, the
+/// CPU budget, and, once the counting allocator is installed, the CPU
+/// allocator's own failure) or std::bad_alloc. The one place that decides it,
+/// by type.
+bool is_out_of_memory(const std::exception& e);
 /// CODEFYUI_CPU_MEMORY_BUDGET_MB in bytes, 0 when unset; throws
 /// std::invalid_argument when it is not a whole number of MB.
 int64_t cpu_budget_from_env();

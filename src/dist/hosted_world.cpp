@@ -11,15 +11,6 @@ namespace codefy::dist {
 
 namespace {
 
-/// The last non-empty line of a file ("" when there is none).
-std::string last_line(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return last;
-}
-
 std::string join(const std::vector<HelperFailure>& failures) {
   std::string text;
   for (const auto& f : failures) text += (text.empty() ? "" : "; ") + f.describe();
@@ -31,8 +22,18 @@ std::string join(const std::vector<HelperFailure>& failures) {
 std::string HelperFailure::describe() const {
   std::string text = "rank " + std::to_string(rank);
   text += exit_code >= 0 ? " (exit code " + std::to_string(exit_code) + ")" : " (killed by a signal)";
+  const auto said = report.is_object() ? report.find("message") : report.end();
+  const std::string message = said != report.end() && said->is_string() ? said->get<std::string>() : exited;
   return message.empty() ? text : text + ": " + message;
 }
+
+namespace {
+
+std::filesystem::path report_file(const std::filesystem::path& dir, int rank) {
+  return dir / ("rank-" + std::to_string(rank) + ".error.json");
+}
+
+}  // namespace
 
 HostedWorld::HostedWorld(const HostedWorldOptions& o)
     : world_size_(static_cast<int>(o.helper_argv.size()) + 1), timeout_(o.timeout), log_dir_(o.log_dir) {
@@ -48,8 +49,9 @@ HostedWorld::HostedWorld(const HostedWorldOptions& o)
   env.timeout = o.timeout;
   std::vector<RankCommand> commands;
   for (int r = 1; r < world_size_; ++r)
-    commands.push_back(
-        {r, r, o.helper_argv[r - 1], o.program, (log_dir_ / ("rank-" + std::to_string(r) + ".log")).string()});
+    commands.push_back({r, r, o.helper_argv[r - 1], o.program,
+                        (log_dir_ / ("rank-" + std::to_string(r) + ".log")).string(),
+                        report_file(log_dir_, r).string()});
   helpers_ = std::make_unique<RankProcesses>(env, commands);
   WorldInfo me;
   me.rank = 0;
@@ -75,18 +77,10 @@ HelperFailure HostedWorld::failure_of(const RankExit& e) const {
   HelperFailure f;
   f.rank = e.rank;
   f.exit_code = e.exit_code;
-  f.message = e.description;
-  const std::string line = last_line(log_dir_ / ("rank-" + std::to_string(e.rank) + ".log"));
-  if (line.empty()) return f;
-  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_object() && j.value("event", "") == "run_error") {
-    f.kind = j.value("kind", "");
-    f.message = j.value("message", f.message);
-    if (j.contains("node_id") && j["node_id"].is_string()) f.node_id = j["node_id"];
-    if (j.contains("node_type") && j["node_type"].is_string()) f.node_type = j["node_type"];
-  } else {
-    f.message = line;
-  }
+  f.exited = e.description;
+  std::ifstream in(report_file(log_dir_, e.rank));
+  if (in) f.report = nlohmann::json::parse(in, nullptr, false);  // written whole (atomically) or not at all
+  if (f.report.is_discarded()) f.report = nullptr;
   return f;
 }
 

@@ -7,6 +7,8 @@
 #include "dist/launcher.h"
 #include "dist/process_group.h"
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -28,16 +30,14 @@ struct HostedWorldOptions {
   ProcessGroupOptions group;
 };
 
-/// How a helper rank failed, from its exit and the last line it wrote (the
-/// run_error event of a `codefy run --json` rank).
+/// How a helper rank failed: how it exited and the failure report it wrote
+/// (a RunError's JSON, which the server reads; null when it wrote none).
 struct HelperFailure {
   int rank = 0;
   int exit_code = 0;
-  std::string kind;     ///< run_error's kind ("out_of_memory", "node_error", ...); "" when it said none
-  std::string message;  ///< what it said, else how it ended
-  std::string node_id;
-  std::string node_type;
-  /// "rank 1 (exit code 6): out of memory in node ...".
+  std::string exited;            ///< "rank 1 (pid 12) was killed by signal 9 (Killed)"
+  nlohmann::json report;         ///< the rank's own RunError, as JSON
+  /// "rank 1 (exit code 6): <what it reported, else how it exited>".
   std::string describe() const;
 };
 

@@ -138,7 +138,7 @@ std::vector<std::string> environment_without_world() {
     const std::string key = kv.substr(0, kv.find('='));
     if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" ||
         key == "MASTER_PORT" || key == "CODEFY_DIST_TIMEOUT_S" || key == "LOCAL_WORLD_SIZE" ||
-        key == "CODEFY_RENDEZVOUS_FILE")
+        key == "CODEFY_RENDEZVOUS_FILE" || key == "CODEFY_RANK_REPORT")
       continue;
     env.push_back(kv);
   }
@@ -160,6 +160,7 @@ RankProcesses::RankProcesses(const WorldEnv& world, const std::vector<RankComman
     env.push_back("MASTER_ADDR=" + world.master_addr);
     if (world.master_port > 0) env.push_back("MASTER_PORT=" + std::to_string(world.master_port));
     if (!world.store_file.empty()) env.push_back("CODEFY_RENDEZVOUS_FILE=" + world.store_file);
+    if (!c.report_path.empty()) env.push_back("CODEFY_RANK_REPORT=" + c.report_path);
     env.push_back("CODEFY_DIST_TIMEOUT_S=" + std::to_string(world.timeout.count()));
     std::vector<char*> envp;
     for (auto& kv : env) envp.push_back(kv.data());
@@ -300,7 +301,7 @@ LaunchResult launch_ranks(const LaunchOptions& o) {
   }
   std::vector<RankCommand> commands;
   for (int local = 0; local < o.nproc_per_node; ++local)
-    commands.push_back({o.node_rank * o.nproc_per_node + local, local, o.argv, "", ""});
+    commands.push_back({o.node_rank * o.nproc_per_node + local, local, o.argv, "", "", ""});
   RankProcesses ranks(world, commands);
   report("started " + ranks.describe() + "; " + where);
 

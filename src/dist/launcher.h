@@ -94,6 +94,8 @@ struct RankCommand {
   std::string program;
   /// Its stdout and stderr go to this file ("" : this process's own).
   std::string log_path;
+  /// Where it writes why it failed, as JSON (CODEFY_RANK_REPORT; "" : nowhere).
+  std::string report_path;
 };
 
 /// A rank that ended.

@@ -13,17 +13,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <new>
 
 namespace codefy {
 
 namespace {
-
-bool is_oom_message(const std::string& m) {
-  return m.find("out of memory") != std::string::npos || m.find("can't allocate memory") != std::string::npos ||
-         m.find("DefaultCPUAllocator: not enough memory") != std::string::npos ||
-         m.find("memory budget exceeded") != std::string::npos;  // the CPU budget's OutOfMemoryError, rewrapped
-}
 
 nlohmann::json fill_defaults(const graph::NodeDef& def, const nlohmann::json& given) {
   nlohmann::json params = nlohmann::json::object();
@@ -193,19 +186,14 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
           settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", "stopped"}, {"stopped", true}});
         throw;
       } catch (const NodeFailure& e) {
-        if (is_oom_message(e.what())) throw out_of_memory(e.what());
         throw fail(e.field(), e.what());
-      } catch (const c10::OutOfMemoryError& e) {
-        throw out_of_memory(util::first_line(e.what_without_backtrace()));
-      } catch (const c10::Error& e) {
-        // LibTorch's messages carry a C++ backtrace after the first line.
-        const std::string message = util::first_line(e.what_without_backtrace());
-        if (is_oom_message(e.what())) throw out_of_memory(message);
-        throw fail("", message);
-      } catch (const std::bad_alloc&) {
-        throw out_of_memory("out of memory (std::bad_alloc)");
       } catch (const std::exception& e) {
-        throw fail("", e.what());
+        // Classified once, here, by type (device::is_out_of_memory); LibTorch's
+        // messages carry a C++ backtrace after the first line.
+        const std::string message = NodeContext::describe(e);
+        if (device::is_out_of_memory(e))
+          throw out_of_memory(dynamic_cast<const std::bad_alloc*>(&e) ? "out of memory (std::bad_alloc)" : message);
+        throw fail("", message);
       }
     }
   } catch (...) {

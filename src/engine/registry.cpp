@@ -1,6 +1,7 @@
 #include "engine/node.h"
 
 #include "device/catalogue.h"
+#include "device/memory.h"
 #include "util/random.h"
 #include "util/text.h"
 
@@ -41,7 +42,7 @@ void NodeContext::fail_param(const std::string& name, const std::string& message
   throw NodeFailure("param \"" + name + "\"", message);
 }
 void NodeContext::rethrow_if_out_of_memory(const std::exception& e) {
-  if (dynamic_cast<const c10::OutOfMemoryError*>(&e) || dynamic_cast<const std::bad_alloc*>(&e)) throw;
+  if (device::is_out_of_memory(e)) throw;
 }
 std::string NodeContext::describe(const std::exception& e) {
   if (const auto* c = dynamic_cast<const c10::Error*>(&e)) return util::first_line(c->what_without_backtrace());

@@ -259,6 +259,8 @@ BuiltNode build_node(const LayerGraph& graph, size_t index) {
     } else {
       throw LayerSpecError(node.id, node.type, "", "unknown layer type");
     }
+  } catch (const c10::OutOfMemoryError&) {
+    throw;  // the weights did not fit: not a problem with the spec
   } catch (const c10::Error& e) {
     // LibTorch's own option checks, for anything the LayerParams checks missed.
     throw LayerSpecError(node.id, node.type, "", e.msg());

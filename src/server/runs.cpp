@@ -108,16 +108,17 @@ class Runs::HeadlessRun : public RunListener {
     {
       std::lock_guard<std::mutex> lock(runs_.mutex_);  // GET /api/runs/{id} reads the record
       record_->warnings.insert(record_->warnings.end(), warnings.begin(), warnings.end());
-      record_->error = outcome.error;
+      record_->error = outcome.error ? outcome.error->envelope() : nlohmann::json();
       record_->metrics = metrics;
-      record_->status = outcome.status == "ok" ? "completed" : outcome.status == "error" ? "failed" : outcome.status;
+      const std::string status = outcome.status();
+      record_->status = status == "ok" ? "completed" : status == "error" ? "failed" : status;
       envelope["warnings"] = record_->warnings;
     }
-    envelope["status"] = outcome.status;
+    envelope["status"] = outcome.status();
     envelope["outputs"] = std::move(outputs);
-    envelope["error"] = outcome.error;
+    envelope["error"] = outcome.error ? outcome.error->envelope() : nlohmann::json();
     envelope["timing"] = {{"total_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count()}};
-    respond_(Response::json(outcome.status == "error" ? 500 : 200, envelope));
+    respond_(Response::json(outcome.status() == "error" ? 500 : 200, envelope));
   }
 
  private:
@@ -202,10 +203,10 @@ struct HostedRanks {
 
 /// How a run that was stopped ended, for its listener.
 RunOutcome stopped_outcome() {
-  return RunOutcome{
-      "stopped",
-      {{"code", "stopped"}, {"message", "the run was stopped"}, {"node_id", nullptr}, {"details", nullptr}},
-      nullptr};
+  RunError stopped;
+  stopped.kind = RunErrorKind::kStopped;
+  stopped.message = "the run was stopped";
+  return RunOutcome{stopped, nullptr};
 }
 }  // namespace
 
@@ -251,51 +252,48 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
     RunOutcome outcome;
     std::optional<RunResult> result;
     std::exception_ptr failure;
-    const auto failed = [&](const char* status, const char* code, const std::string& message, nlohmann::json node) {
-      outcome = RunOutcome{
-          status, {{"code", code}, {"message", message}, {"node_id", std::move(node)}, {"details", nullptr}}, nullptr};
-      failure = std::current_exception();
-    };
     std::unique_ptr<HostedRanks> ranks;
-    // When a ddp run fails, a rank that failed on its own (out of memory, a
-    // node's error) is the cause: the run reports that rank's error.
-    const auto blame_a_rank = [&](const std::string& rank0_error) {
-      if (!ranks) return false;
-      for (const dist::HelperFailure& f : ranks->world->end_after_failure()) {
-        if (f.kind != "out_of_memory" && f.kind != "node_error") continue;
-        failed("error", f.kind == "out_of_memory" ? "out_of_memory" : "execution_error",
-               "rank " + std::to_string(f.rank) + ": " + f.message + " (rank 0 then: " + rank0_error + ")",
-               f.node_id.empty() ? nlohmann::json() : nlohmann::json(f.node_id));
-        return true;
-      }
-      return false;
-    };
     try {
       if (!rank_devices.empty()) ranks = std::make_unique<HostedRanks>(runner_, *request.graph, rank_devices, settings);
       result = Executor(registry_).run(*request.graph, settings);
       if (ranks) ranks->world->finish();
       if (request.record_outputs)
         inspector_.record_outputs(request.outputs_id.empty() ? run_id : request.outputs_id, *result);
-      outcome = RunOutcome{"ok", nullptr, &*result};
-    } catch (const Cancelled&) {
-      if (ranks) ranks->world->end_after_failure();  // they stop at the same update
-      outcome = stopped_outcome();
+      outcome = RunOutcome{std::nullopt, &*result};
+    } catch (...) {
+      outcome.error = RunError::from_current_exception();
       failure = std::current_exception();
-    } catch (const NodeOOMError& e) {
-      if (!blame_a_rank(e.what())) failed("error", "out_of_memory", e.what(), e.node_id());
-    } catch (const NodeError& e) {
-      if (!blame_a_rank(e.what())) failed("error", "execution_error", e.what(), e.node_id());
-    } catch (const std::exception& e) {
-      if (!blame_a_rank(e.what())) failed("error", "execution_error", e.what(), nullptr);
+      if (ranks && outcome.error->kind == RunErrorKind::kStopped) {
+        ranks->world->end_after_failure();  // they stop at the same update
+      } else if (ranks) {
+        // A helper rank that failed on its own (out of memory, a node's
+        // error) is the usual cause of rank 0's failure: the run reports
+        // that rank's error, as the rank reported it.
+        for (const dist::HelperFailure& f : ranks->world->end_after_failure()) {
+          std::optional<RunError> said;
+          try {
+            said = RunError::from_json(f.report);
+          } catch (const std::invalid_argument&) {  // it wrote no report (killed): rank 0's error stands
+          }
+          if (!said || (said->kind != RunErrorKind::kOutOfMemory && said->kind != RunErrorKind::kNodeError)) continue;
+          said->rank = f.rank;
+          said->message =
+              "rank " + std::to_string(f.rank) + ": " + said->message + " (rank 0 then: " + outcome.error->message + ")";
+          outcome.error = std::move(said);
+          break;
+        }
+      }
     }
     ranks.reset();
     try {
       listener->on_run_end(run_id, outcome);
-    } catch (const std::exception& e) {
+    } catch (const std::exception&) {
       if (failure) throw;
       // The listener could not take the result (summarizing an output
       // failed): it hears of a failed run instead, so its client gets an answer.
-      failed("error", "execution_error", e.what(), nullptr);
+      outcome.error = RunError::from_current_exception();
+      outcome.result = nullptr;
+      failure = std::current_exception();
       listener->on_run_end(run_id, outcome);
     }
     if (failure) std::rethrow_exception(failure);  // the queue records the run as stopped or failed

@@ -8,6 +8,7 @@
 #include "engine/events.h"
 #include "engine/executor.h"
 #include "engine/node.h"
+#include "engine/run_error.h"
 #include "server/routes.h"
 #include "server/run_queue.h"
 
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -57,13 +59,15 @@ struct RunRequest {
 
 /// How a run ended; the same shape whoever started it.
 struct RunOutcome {
-  /// "ok", "stopped" or "error" (the status of CodefyUI's run envelope).
-  std::string status;
-  /// Null when ok, else {code, message, node_id, details}; code is "stopped",
-  /// "out_of_memory" or "execution_error".
-  nlohmann::json error;
-  /// What the run produced when ok (null otherwise); valid during on_run_end only.
+  /// Why the run did not end well; empty when it did.
+  std::optional<RunError> error;
+  /// What the run produced when it ended well (null otherwise); valid during on_run_end only.
   const RunResult* result = nullptr;
+  /// "ok", "stopped" or "error" (the status of CodefyUI's run envelope).
+  std::string status() const {
+    if (!error) return "ok";
+    return error->kind == RunErrorKind::kStopped ? "stopped" : "error";
+  }
 };
 
 /// Follows one run of start_run on the run's worker thread: its events (the

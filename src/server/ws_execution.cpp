@@ -100,12 +100,12 @@ class EditorRun : public RunListener {
     if (t.answered) return;  // already answered (stopped while queued, or replaced)
     if (t.run_id.empty()) t.run_id = run_id;
     nlohmann::json m;
-    if (t.stop_requested || outcome.status == "stopped")
+    if (t.stop_requested || (outcome.error && outcome.error->kind == RunErrorKind::kStopped))
       m = final_message("execution_stopped");
-    else if (outcome.status == "ok")
+    else if (!outcome.error)
       m = final_message("execution_complete");
     else
-      (m = final_message("execution_error"))["error"] = outcome.error.value("message", std::string());
+      (m = final_message("execution_error"))["error"] = outcome.error->message;
     t.answered = true;
     c_->send(ws_text(m));
   }

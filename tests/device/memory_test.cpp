@@ -17,6 +17,24 @@ class CountingAllocator : public ::testing::Test {
   void TearDown() override { set_cpu_budget(0); }
 };
 
+// #28: out of memory is decided by type in one place. LibTorch's own CPU
+// allocator says "can't allocate memory" as a plain c10::Error; through the
+// counting allocator it arrives as c10::OutOfMemoryError, and nothing stays
+// counted.
+TEST_F(CountingAllocator, TheCpuAllocatorsOwnFailureIsTypedOutOfMemory) {
+  const int64_t live = cpu_memory().live_bytes;
+  try {
+    torch::Tensor huge = torch::empty({int64_t{1} << 58}, torch::kUInt8);  // 256 PiB: the system refuses it
+    FAIL() << "256 PiB were allocated";
+  } catch (const c10::OutOfMemoryError& e) {
+    EXPECT_TRUE(is_out_of_memory(e));
+    EXPECT_NE(std::string(e.what()).find("can't allocate memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cpu_memory().live_bytes, live);
+  EXPECT_TRUE(is_out_of_memory(std::bad_alloc()));
+  EXPECT_FALSE(is_out_of_memory(std::runtime_error("CUDA out of memory")));  // text decides nothing
+}
+
 TEST_F(CountingAllocator, CountsLiveAndPeakBytes) {
   const CpuMemoryStats before = cpu_memory();
   EXPECT_TRUE(before.installed);

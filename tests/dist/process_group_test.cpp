@@ -247,7 +247,7 @@ TEST(RankProcesses, ARankInheritsNoDescriptorButTheStandardThree) {
   const std::string log = (dir.path() / "fds.log").string();
   WorldEnv env;
   {
-    RankProcesses ranks(env, {{0, 0, {"sh", "-c", "ls /proc/$$/fd"}, "/bin/sh", log}});
+    RankProcesses ranks(env, {{0, 0, {"sh", "-c", "ls /proc/$$/fd"}, "/bin/sh", log, ""}});
     while (ranks.running()) {
       ranks.reap();
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
