@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkConnection, type NodeFacts } from '../src/graph/connection';
 import { shapeOf, TRIGGER_HANDLE } from '../src/graph/ports';
 import { builtinRules } from '../src/graph/typeRules';
+import { inWords } from '../src/i18n';
 import { defsByName } from './helpers';
 
 const graph: Record<string, string> = {
@@ -20,8 +21,11 @@ const facts = (id: string): NodeFacts | undefined => {
   const edges = [{ source: 'model', target: 'preset', sourceHandle: 'model', targetHandle: 'model', kind: 'data' as const }];
   return { type, shape: shapeOf(id, type, defsByName[type], {}, edges) };
 };
-const check = (source: string, sourceHandle: string | null, target: string, targetHandle: string | null) =>
-  checkConnection({ source, sourceHandle, target, targetHandle }, facts, builtinRules);
+/** The check, with a refusal put into words (English) as the editor shows it. */
+const check = (source: string, sourceHandle: string | null, target: string, targetHandle: string | null) => {
+  const v = checkConnection({ source, sourceHandle, target, targetHandle }, facts, builtinRules);
+  return v.ok ? v : { ok: false as const, reason: inWords(v.problem) };
+};
 
 describe('checkConnection', () => {
   it('accepts matching types', () => {
@@ -38,6 +42,11 @@ describe('checkConnection', () => {
     const v = check('loss', 'loss_fn', 'opt', 'model');
     expect(v.ok).toBe(false);
     if (!v.ok) expect(v.reason).toBe('Loss.loss_fn gives LOSS_FN, but Optimizer.model takes MODEL.');
+    // graph/ says it as data (a message key and its values); the words are the caller's.
+    expect(checkConnection({ source: 'loss', sourceHandle: 'loss_fn', target: 'opt', targetHandle: 'model' }, facts, builtinRules)).toEqual({
+      ok: false,
+      problem: { key: 'conn.typeMismatch', vars: { source: 'Loss.loss_fn', sourceType: 'LOSS_FN', target: 'Optimizer.model', targetType: 'MODEL' } },
+    });
   });
 
   it('takes Start’s trigger onto a node’s trigger handle, as a trigger edge', () => {

@@ -1,7 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import type { ParamDefinition } from '../src/api/types';
-import { checkParamValue, coerceParam, defaultParams, displayValue, effectiveValue, isDeviceParam, widgetOf } from '../src/graph/params';
+import {
+  checkParamValue as checkValue,
+  coerceParam as coerce,
+  defaultParams,
+  displayValue,
+  effectiveValue,
+  isDeviceParam,
+  widgetOf,
+} from '../src/graph/params';
+import { inWords } from '../src/i18n';
 import { def } from './helpers';
+
+// graph/params.ts says why a value is refused as data (a message key and its values); these
+// put it into words (English) as the field shows it.
+const coerceParam = (d: ParamDefinition, input: string | boolean) => {
+  const r = coerce(d, input);
+  return r.ok ? r : { ok: false as const, error: inWords(r.error) };
+};
+const checkParamValue = (d: ParamDefinition, value: unknown) => {
+  const problem = checkValue(d, value);
+  return problem ? inWords(problem) : null;
+};
 
 const param = (node: string, name: string): ParamDefinition => {
   const p = def(node).params.find((x) => x.name === name);
@@ -26,6 +46,7 @@ describe('coerceParam', () => {
     expect(coerceParam(epochs, 'ten')).toEqual({ ok: false, error: 'Expected a whole number.' });
     expect(coerceParam(epochs, '')).toEqual({ ok: false, error: 'Expected a whole number.' });
     expect(coerceParam(epochs, '0')).toEqual({ ok: false, error: '0 is below the minimum 1.' });
+    expect(coerce(epochs, '0')).toEqual({ ok: false, error: { key: 'param.belowMin', vars: { value: '0', min: '1' } } });
   });
 
   it('float: decimals and exponents, within limits', () => {

@@ -4,8 +4,8 @@
 // of later versions) rides along on `raw` and is written back as it came.
 import type { Edge, Node } from '@xyflow/react';
 import type { GraphJson, GraphJsonEdge, GraphJsonNode } from '../api/types';
-import { t } from '../i18n';
 import { TRIGGER_HANDLE } from './ports';
+import { problem, type Problem } from './problem';
 
 export const NODE_COMPONENT = 'codefy';
 export const DATA_EDGE = 'typed';
@@ -43,11 +43,24 @@ export interface FlowGraph {
   unplaced: string[];
 }
 
-/** A file that is not a graph: says what is wrong with it. */
+/** What makes a file not a graph. */
+export type GraphFileProblem = Problem<
+  | 'file.notObject'
+  | 'file.noNodes'
+  | 'file.nodesNotArray'
+  | 'file.edgesNotArray'
+  | 'file.badNode'
+  | 'file.duplicateId'
+  | 'file.badEdge'
+>;
+
+/** A file that is not a graph: `problem` says what is wrong with it (its message is the problem's key). */
 export class GraphFileError extends Error {
-  constructor(message: string) {
-    super(message);
+  readonly problem: GraphFileProblem;
+  constructor(found: GraphFileProblem) {
+    super(found.key);
     this.name = 'GraphFileError';
+    this.problem = found;
   }
 }
 
@@ -72,23 +85,23 @@ export function edgeKind(e: Pick<GraphJsonEdge, 'type' | 'sourceHandle'>): 'data
 
 /** Opens a parsed graph.json; throws GraphFileError when it is not one. */
 export function graphToFlow(json: unknown): FlowGraph {
-  if (!isObject(json)) throw new GraphFileError(t('file.notObject'));
+  if (!isObject(json)) throw new GraphFileError(problem('file.notObject'));
   // A graph file always has its node list (empty for an empty graph); JSON without one is something else.
-  if (!('nodes' in json)) throw new GraphFileError(t('file.noNodes'));
+  if (!('nodes' in json)) throw new GraphFileError(problem('file.noNodes'));
   const rawNodes = json.nodes;
   const rawEdges = json.edges ?? [];
-  if (!Array.isArray(rawNodes)) throw new GraphFileError(t('file.nodesNotArray'));
-  if (!Array.isArray(rawEdges)) throw new GraphFileError(t('file.edgesNotArray'));
+  if (!Array.isArray(rawNodes)) throw new GraphFileError(problem('file.nodesNotArray'));
+  if (!Array.isArray(rawEdges)) throw new GraphFileError(problem('file.edgesNotArray'));
 
   const nodes: CodefyNode[] = [];
   const unplaced: string[] = [];
   const ids = new Set<string>();
   rawNodes.forEach((n: unknown, i) => {
-    if (!isObject(n)) throw new GraphFileError(t('file.badNode', { index: i }));
+    if (!isObject(n)) throw new GraphFileError(problem('file.badNode', { index: i }));
     const id = idText(n.id);
     const type = typeof n.type === 'string' ? n.type : '';
-    if (!id || !type) throw new GraphFileError(t('file.badNode', { index: i }));
-    if (ids.has(id)) throw new GraphFileError(t('file.duplicateId', { id }));
+    if (!id || !type) throw new GraphFileError(problem('file.badNode', { index: i }));
+    if (ids.has(id)) throw new GraphFileError(problem('file.duplicateId', { id }));
     ids.add(id);
     const data = isObject(n.data) ? n.data : {};
     const params = isObject(data.params) ? { ...data.params } : {};
@@ -105,10 +118,10 @@ export function graphToFlow(json: unknown): FlowGraph {
   const edges: CodefyEdge[] = [];
   const edgeIds = new Set<string>();
   rawEdges.forEach((e: unknown, i) => {
-    if (!isObject(e)) throw new GraphFileError(t('file.badEdge', { index: i }));
+    if (!isObject(e)) throw new GraphFileError(problem('file.badEdge', { index: i }));
     const source = idText(e.source);
     const target = idText(e.target);
-    if (!source || !target) throw new GraphFileError(t('file.badEdge', { index: i }));
+    if (!source || !target) throw new GraphFileError(problem('file.badEdge', { index: i }));
     const raw = e as GraphJsonEdge;
     const kind = edgeKind(raw);
     const sourceHandle = typeof raw.sourceHandle === 'string' ? raw.sourceHandle : kind === 'trigger' ? 'trigger' : null;
@@ -179,10 +192,10 @@ export function flowToGraph(meta: GraphMeta, nodes: readonly CodefyNode[], edges
   return out;
 }
 
-/** A fresh graph: a Start node and nothing else. */
-export function emptyGraph(): GraphJson {
+/** A fresh graph named `name`: a Start node and nothing else. */
+export function emptyGraph(name: string): GraphJson {
   return {
-    name: t('graph.untitled'),
+    name,
     description: '',
     nodes: [{ id: 'start', type: 'Start', position: { x: 0, y: 0 }, data: { params: {} } }],
     edges: [],

@@ -3,9 +3,23 @@
 // (src/graph/validate.cpp), so the editor says "below the minimum" before a
 // run is refused for it.
 import type { ParamDefinition } from '../api/types';
-import { t } from '../i18n';
+import { problem, type Problem } from './problem';
 
-export type Coerced = { ok: true; value: unknown } | { ok: false; error: string };
+/** Why a value is refused (put into words by the field that shows it). */
+export type ParamProblem = Problem<
+  | 'param.expectInt'
+  | 'param.expectNumber'
+  | 'param.expectFinite'
+  | 'param.expectBool'
+  | 'param.expectOption'
+  | 'param.notAnOption'
+  | 'param.expectGrid'
+  | 'param.expectText'
+  | 'param.belowMin'
+  | 'param.aboveMax'
+>;
+
+export type Coerced = { ok: true; value: unknown } | { ok: false; error: ParamProblem };
 
 /** The widget a param gets. */
 export type ParamWidget = 'int' | 'float' | 'bool' | 'select' | 'device' | 'model_file' | 'text' | 'longtext';
@@ -63,38 +77,38 @@ function fmt(n: number): string {
 }
 
 /** The server's check of one value; null when it passes. */
-export function checkParamValue(def: ParamDefinition, value: unknown): string | null {
+export function checkParamValue(def: ParamDefinition, value: unknown): ParamProblem | null {
   let n: number | null = null;
   switch (def.param_type) {
     case 'int':
-      if (typeof value !== 'number' || !Number.isInteger(value)) return t('param.expectInt');
+      if (typeof value !== 'number' || !Number.isInteger(value)) return problem('param.expectInt');
       n = value;
       break;
     case 'float':
-      if (typeof value !== 'number') return t('param.expectNumber');
-      if (!Number.isFinite(value)) return t('param.expectFinite');
+      if (typeof value !== 'number') return problem('param.expectNumber');
+      if (!Number.isFinite(value)) return problem('param.expectFinite');
       n = value;
       break;
     case 'bool':
-      if (typeof value !== 'boolean') return t('param.expectBool');
+      if (typeof value !== 'boolean') return problem('param.expectBool');
       break;
     case 'select':
-      if (typeof value !== 'string') return t('param.expectOption');
+      if (typeof value !== 'string') return problem('param.expectOption');
       if (!isDeviceParam(def) && def.options.length > 0 && !def.options.includes(value))
-        return t('param.notAnOption', { value, options: def.options.join(', ') });
+        return problem('param.notAnOption', { value, options: def.options.join(', ') });
       break;
     case 'tensor_grid':
       // A nested list of numbers, or none (the server also takes the list as text).
-      if (value !== null && typeof value !== 'string' && !isGrid(value)) return t('param.expectGrid');
+      if (value !== null && typeof value !== 'string' && !isGrid(value)) return problem('param.expectGrid');
       break;
     default:
-      if (typeof value !== 'string') return t('param.expectText');
+      if (typeof value !== 'string') return problem('param.expectText');
   }
   if (n !== null) {
     if (def.min_value !== null && def.min_value !== undefined && n < def.min_value)
-      return t('param.belowMin', { value: fmt(n), min: fmt(def.min_value) });
+      return problem('param.belowMin', { value: fmt(n), min: fmt(def.min_value) });
     if (def.max_value !== null && def.max_value !== undefined && n > def.max_value)
-      return t('param.aboveMax', { value: fmt(n), max: fmt(def.max_value) });
+      return problem('param.aboveMax', { value: fmt(n), max: fmt(def.max_value) });
   }
   return null;
 }
@@ -111,14 +125,14 @@ export function coerceParam(def: ParamDefinition, input: string | boolean): Coer
       if (typeof input === 'boolean') value = input;
       else if (/^(true|1|yes|on)$/i.test(input.trim())) value = true;
       else if (/^(false|0|no|off)$/i.test(input.trim())) value = false;
-      else return { ok: false, error: t('param.expectBool') };
+      else return { ok: false, error: problem('param.expectBool') };
       break;
     case 'int':
     case 'float': {
       const s = String(input).trim();
-      if (!NUMBER.test(s)) return { ok: false, error: t(def.param_type === 'int' ? 'param.expectInt' : 'param.expectNumber') };
+      if (!NUMBER.test(s)) return { ok: false, error: problem(def.param_type === 'int' ? 'param.expectInt' : 'param.expectNumber') };
       const v = Number(s);
-      if (def.param_type === 'int' && !Number.isSafeInteger(v)) return { ok: false, error: t('param.expectInt') };
+      if (def.param_type === 'int' && !Number.isSafeInteger(v)) return { ok: false, error: problem('param.expectInt') };
       value = v;
       break;
     }
@@ -131,15 +145,15 @@ export function coerceParam(def: ParamDefinition, input: string | boolean): Coer
       try {
         value = JSON.parse(s);
       } catch {
-        return { ok: false, error: t('param.expectGrid') };
+        return { ok: false, error: problem('param.expectGrid') };
       }
       break;
     }
     default:
       value = typeof input === 'boolean' ? String(input) : input;
   }
-  const problem = checkParamValue(def, value);
-  return problem ? { ok: false, error: problem } : { ok: true, value };
+  const refused = checkParamValue(def, value);
+  return refused ? { ok: false, error: refused } : { ok: true, value };
 }
 
 /** How a value shows in a text field. */

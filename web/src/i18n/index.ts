@@ -75,6 +75,15 @@ export function t(key: MessageKey, vars?: Record<string, string | number>): stri
   return text.replace(/\{(\w+)\}/g, (whole, name: string) => (name in vars ? String(vars[name]) : whole));
 }
 
+/**
+ * A finding of graph/'s pure checks (a `Problem`: a message key and its
+ * values) in the current language. Its keys are typed by the check that gives
+ * them, so one missing from the UI strings fails the type check here.
+ */
+export function inWords(found: { key: MessageKey; vars?: Record<string, string | number> }): string {
+  return t(found.key, found.vars);
+}
+
 /** The current locale; a component that calls this re-renders when it changes. */
 export function useLocale(): Locale {
   return useLocaleStore((s) => s.locale);

@@ -1,7 +1,7 @@
 import { useEffect, useId, useState } from 'react';
 import type { DeviceEntry, ModelFileEntry, ParamDefinition } from '../api/types';
 import { checkParamValue, coerceParam, displayValue, widgetOf } from '../graph/params';
-import { t, useLocale } from '../i18n';
+import { inWords, t, useLocale } from '../i18n';
 
 export interface ParamFieldProps {
   def: ParamDefinition;
@@ -99,7 +99,7 @@ function Control(p: ControlProps) {
           value={current}
           onChange={(e) => {
             const problem = checkParamValue(def, e.target.value);
-            p.setError(problem);
+            p.setError(problem ? inWords(problem) : null);
             onChange(e.target.value);
           }}
         >
@@ -160,7 +160,7 @@ function TextControl(p: ControlProps & { multiline?: boolean }) {
       p.setError(null);
       if (r.value !== value) onChange(r.value);
     } else {
-      p.setError(r.error);
+      p.setError(inWords(r.error));
     }
   };
 

@@ -21,7 +21,7 @@ import type {
   SavedGraphEntry,
   ServerMessage,
 } from '../api/types';
-import { checkConnection, type ConnectionVerdict, type NodeFacts, type ProposedConnection } from '../graph/connection';
+import { checkConnection, type NodeFacts, type ProposedConnection } from '../graph/connection';
 import { anyOverlap, estimateSize, overlapsAny, type Box, type Size } from '../graph/geometry';
 import {
   DATA_EDGE,
@@ -42,7 +42,7 @@ import { issuesFromValidation } from '../graph/issues';
 import { defaultParams } from '../graph/params';
 import { shapeOf, TRIGGER_HANDLE, type EdgeEnds, type NodeShape } from '../graph/ports';
 import { builtinRules, rulesFromServer, type TypeRules } from '../graph/typeRules';
-import { t } from '../i18n';
+import { inWords, t } from '../i18n';
 import {
   idleRun,
   markIssues,
@@ -171,7 +171,8 @@ export interface EditorState {
   onNodesChange(changes: NodeChange<CodefyNode>[]): void;
   onEdgesChange(changes: EdgeChange<CodefyEdge>[]): void;
   connect(c: Connection): void;
-  checkConnection(c: ProposedConnection): ConnectionVerdict;
+  /** The connection check, with a refusal in words. */
+  checkConnection(c: ProposedConnection): { ok: true; kind: 'data' | 'trigger' } | { ok: false; reason: string };
   /** Adds a node of `type` at `position` (moved down-right off other nodes with `avoidOverlap`); its id, or null for an unknown type. */
   addNode(type: string, position: { x: number; y: number }, avoidOverlap?: boolean): string | null;
   setParam(nodeId: string, name: string, value: unknown): void;
@@ -639,7 +640,7 @@ export const useEditor = create<EditorState>()((set, get) => {
       try {
         flow = graphToFlow(json);
       } catch (e) {
-        const text = e instanceof GraphFileError ? t('file.cannotOpen', { error: e.message }) : describeError(e);
+        const text = e instanceof GraphFileError ? t('file.cannotOpen', { error: inWords(e.problem) }) : describeError(e);
         get().toast('error', text);
         get().say('error', text);
         return false;
@@ -722,7 +723,7 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     async newGraph() {
-      await get().openGraph(emptyGraph(), { kind: 'new' });
+      await get().openGraph(emptyGraph(t('graph.untitled')), { kind: 'new' });
     },
 
     exportGraph() {
@@ -836,7 +837,8 @@ export const useEditor = create<EditorState>()((set, get) => {
 
     checkConnection(c) {
       const s = get();
-      return checkConnection(c, factsLookup(s), s.rules);
+      const verdict = checkConnection(c, factsLookup(s), s.rules);
+      return verdict.ok ? verdict : { ok: false, reason: inWords(verdict.problem) };
     },
 
     connect(c) {
@@ -999,7 +1001,7 @@ export const useEditor = create<EditorState>()((set, get) => {
     },
 
     async newTab() {
-      await get().openGraph(emptyGraph(), { kind: 'new' }, 'newTab');
+      await get().openGraph(emptyGraph(t('graph.untitled')), { kind: 'new' }, 'newTab');
     },
 
     switchTab(id) {
