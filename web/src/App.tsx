@@ -12,17 +12,18 @@ import { SidePanel } from './panels/SidePanel';
 import { TabBar } from './panels/TabBar';
 import { Toasts } from './panels/Toasts';
 import { Toolbar } from './panels/Toolbar';
-import { useEditor } from './store/editorStore';
+import { useDocument } from './store/document';
+import { init } from './store/editor';
+import { usePanels } from './store/panels';
 
 export function App() {
-  const init = useEditor((s) => s.init);
-  const filesOpen = useEditor((s) => s.filesOpen);
-  const bottomOpen = useEditor((s) => s.bottomOpen);
-  const name = useEditor((s) => s.meta.name);
+  const filesOpen = usePanels((s) => s.filesOpen);
+  const bottomOpen = usePanels((s) => s.bottomOpen);
+  const name = useDocument((s) => s.meta.name);
 
   useEffect(() => {
     void init();
-  }, [init]);
+  }, []);
 
   useEffect(() => {
     document.title = name ? `${name} — Codefy` : 'Codefy';

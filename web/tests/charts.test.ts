@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProgressEvent, ServerMessage } from '../src/api/types';
 import { chartColumns, decimate, fewerThanTwo, fitLogRange, fitRange, latest, seriesWithValues, tickLabel, wantsLogScale } from '../src/charts/chartData';
-import { append, emptyColumn, toArray, values } from '../src/charts/column';
+import { append, emptyColumn, toArray, values } from '../src/store/column';
 import { plotOptions } from '../src/charts/plotOptions';
 import { formatBytes } from '../src/charts/RunFacts';
 import { reduceRun, startRun, type RunState } from '../src/store/runReducer';

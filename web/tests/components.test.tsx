@@ -6,14 +6,18 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Canvas } from '../src/canvas/Canvas';
 import { graphToFlow } from '../src/graph/graphJson';
 import { Messages } from '../src/panels/Messages';
-import { resetEditorForTests, useEditor } from '../src/store/editorStore';
-import { idleRun } from '../src/store/runReducer';
+import { useCatalogue } from '../src/store/catalogue';
+import { useDocument } from '../src/store/document';
+import { resetEditorForTests } from '../src/store/editor';
+import { useMessages } from '../src/store/messages';
+import { useRunSession } from '../src/store/runSession';
 import { defsByName, exampleGraphs, nodeDefs } from './helpers';
 
 function openFashion() {
   const [, json] = exampleGraphs().find(([p]) => p === 'examples/fashion-mnist/graph.json')!;
   const f = graphToFlow(json);
-  useEditor.setState({ status: 'ready', defs: defsByName, defList: nodeDefs, meta: f.meta, nodes: f.nodes, edges: f.edges, run: idleRun() });
+  useCatalogue.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
+  useDocument.setState({ meta: f.meta, nodes: f.nodes, edges: f.edges });
 }
 
 const renderCanvas = () =>
@@ -65,18 +69,18 @@ describe('the generic node', () => {
     expect(epochs.value).toBe('3');
     fireEvent.change(epochs, { target: { value: '0' } });
     expect(screen.getByTestId('node-train').textContent).toContain('0 is below the minimum 1.');
-    expect(useEditor.getState().nodes.find((n) => n.id === 'train')!.data.params.epochs).toBe(3);
+    expect(useDocument.getState().nodes.find((n) => n.id === 'train')!.data.params.epochs).toBe(3);
     fireEvent.change(epochs, { target: { value: '7' } });
-    expect(useEditor.getState().nodes.find((n) => n.id === 'train')!.data.params.epochs).toBe(7);
-    expect(useEditor.getState().changed).toEqual({ train: true });
+    expect(useDocument.getState().nodes.find((n) => n.id === 'train')!.data.params.epochs).toBe(7);
+    expect(useDocument.getState().changed).toEqual({ train: true });
     fireEvent.change(screen.getByTestId('param-loss-type'), { target: { value: 'NLLLoss' } });
-    expect(useEditor.getState().nodes.find((n) => n.id === 'loss')!.data.params.type).toBe('NLLLoss');
+    expect(useDocument.getState().nodes.find((n) => n.id === 'loss')!.data.params.type).toBe('NLLLoss');
   });
 
   it('shows the run: status, training progress, and an error on the node', () => {
     renderCanvas();
     act(() => {
-      const s = useEditor.getState();
+      const s = useRunSession.getState();
       s.receive({ type: 'execution_start', run_id: 'r' });
       s.receive({ type: 'node_status', node_id: 'train', status: 'running' });
       s.receive({ type: 'node_progress', node_id: 'train', progress: { event: 'batch', epoch: 2, total_epochs: 3, batch: 10, total_batches: 20, step: 30, loss: 0.5, samples_per_s: 999 } });
@@ -89,7 +93,7 @@ describe('the generic node', () => {
     expect(bar.textContent).toContain('999 samples/s');
     expect(bar.dataset.fraction).toBe('0.500');
     act(() => {
-      useEditor.getState().receive({ type: 'node_status', node_id: 'train', status: 'error', error: 'Node TrainingLoop (train) ran out of memory on cpu.\n\nWhat to try:\n  - smaller batches' });
+      useRunSession.getState().receive({ type: 'node_status', node_id: 'train', status: 'error', error: 'Node TrainingLoop (train) ran out of memory on cpu.\n\nWhat to try:\n  - smaller batches' });
     });
     expect(train.dataset.status).toBe('error');
     // (jsdom measures nothing, so React Flow keeps nodes hidden: queried by selector, not by role)
@@ -105,7 +109,7 @@ describe('the messages panel', () => {
       </ReactFlowProvider>,
     );
     act(() =>
-      useEditor
+      useMessages
         .getState()
         .say('error', 'Node TrainingLoop (train) ran out of memory on cpu.\n\nWhat to try, cheapest first:\n  - reduce batch_size\n  - use bf16\n\nOriginal error: boom', { nodeId: 'train' }),
     );
@@ -116,6 +120,6 @@ describe('the messages panel', () => {
     expect(within(msg).getAllByRole('listitem').map((li) => li.textContent)).toEqual(['reduce batch_size', 'use bf16']);
     expect(msg.textContent).toContain('Original error: boom');
     fireEvent.click(within(msg).getByRole('button', { name: 'train' }));
-    expect(useEditor.getState().selectedId).toBe('train');
+    expect(useDocument.getState().selectedId).toBe('train');
   });
 });

@@ -6,18 +6,24 @@ import { copySelection, parseClipboard, pasteNodes } from '../src/graph/clipboar
 import { emptyHistory, HISTORY_LIMIT, JOIN_MS, record, redo, undo } from '../src/graph/history';
 import { commandFor, comboOf, SHORTCUTS, type KeyLike } from '../src/canvas/shortcuts';
 import { rankDefinitions } from '../src/panels/QuickAdd';
-import { draftKey, resetEditorForTests, useEditor } from '../src/store/editorStore';
+import { useCatalogue } from '../src/store/catalogue';
+import { useDocument } from '../src/store/document';
+import { draftKey } from '../src/store/drafts';
+import { closeTab, newGraph, newTab, openExample, openGraph, resetEditorForTests, setParam } from '../src/store/editor';
+import { useMessages } from '../src/store/messages';
+import { useRunSession } from '../src/store/runSession';
 import { defsByName, exampleGraphs, nodeDefs } from './helpers';
 
-const store = () => useEditor.getState();
+const store = () => useDocument.getState();
+const runs = () => useRunSession.getState();
 const example = (name: string) => exampleGraphs().find(([p]) => p === `examples/${name}/graph.json`)![1];
 const params = (id: string) => store().nodes.find((n) => n.id === id)!.data.params;
 
 beforeEach(async () => {
   resetEditorForTests();
   localStorage.clear();
-  useEditor.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
-  expect(await store().openGraph(example('toy-mlp'), { kind: 'example', path: 'toy-mlp' })).toBe(true);
+  useCatalogue.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
+  expect(await openGraph(example('toy-mlp'), { kind: 'example', path: 'toy-mlp' })).toBe(true);
 });
 
 describe('history (pure)', () => {
@@ -50,9 +56,9 @@ describe('history (pure)', () => {
 describe('undo and redo in the editor', () => {
   it('a param typed in several keystrokes is one step; undo marks the node to run again', () => {
     const before = params('train').epochs;
-    store().setParam('train', 'epochs', 1);
-    store().setParam('train', 'epochs', 12);
-    useEditor.setState({ changed: {} }); // as after a run
+    setParam('train', 'epochs', 1);
+    setParam('train', 'epochs', 12);
+    store().clearChanged(); // as after a run
     store().undo();
     expect(params('train').epochs).toBe(before);
     expect(store().changed).toEqual({ train: true });
@@ -90,8 +96,8 @@ describe('undo and redo in the editor', () => {
   });
 
   it('a newly opened graph starts with no history', async () => {
-    store().setParam('train', 'epochs', 3);
-    await store().openGraph(example('toy-mlp'), { kind: 'file', filename: 'b.json' });
+    setParam('train', 'epochs', 3);
+    await openGraph(example('toy-mlp'), { kind: 'file', filename: 'b.json' });
     expect(store().history.past).toEqual([]);
   });
 });
@@ -155,9 +161,9 @@ describe('copy and paste', () => {
 
 describe('tabs', () => {
   it('a second graph opens in a tab of its own; switching keeps each graph’s edits and history', async () => {
-    store().setParam('train', 'epochs', 7);
+    setParam('train', 'epochs', 7);
     expect(store().tabOrder.length).toBe(1);
-    await store().openGraph(example('toy-mlp'), { kind: 'file', filename: 'copy.json' });
+    await openGraph(example('toy-mlp'), { kind: 'file', filename: 'copy.json' });
     expect(store().tabOrder.length).toBe(2);
     const [first, second] = store().tabOrder as [number, number];
     expect(store().activeTab).toBe(second);
@@ -168,44 +174,45 @@ describe('tabs', () => {
     expect(store().history.past.length).toBe(1);
     // Opening the example again shows its tab instead of a third copy.
     store().switchTab(second);
-    await store().openExample('toy-mlp');
+    await openExample('toy-mlp');
     expect(store().activeTab).toBe(first);
     expect(store().tabOrder.length).toBe(2);
   });
 
   it('a blank tab is replaced by the graph opened into it', async () => {
     resetEditorForTests();
-    useEditor.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
-    await store().newGraph();
-    await store().openGraph(example('toy-mlp'), { kind: 'example', path: 'toy-mlp' });
+    useCatalogue.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
+    await newGraph();
+    await openGraph(example('toy-mlp'), { kind: 'example', path: 'toy-mlp' });
     expect(store().tabOrder.length).toBe(1);
-    await store().newTab();
+    await newTab();
     expect(store().tabOrder.length).toBe(2);
   });
 
   it('a run’s messages go to the tab it was started in, even while another tab is shown', async () => {
     const first = store().activeTab;
-    useEditor.setState((s) => ({ run: { ...s.run, phase: 'running', runId: 'r1' }, runTab: first }));
-    await store().openGraph(example('toy-mlp'), { kind: 'file', filename: 'other.json' });
-    store().receive({ type: 'node_status', node_id: 'train', status: 'running' });
-    expect(store().run.statuses.train).toBeUndefined();
-    expect(store().parked[first]!.run.statuses.train).toBe('running');
+    useRunSession.setState((s) => ({ runs: { ...s.runs, [first]: { ...s.runOf(first), phase: 'running', runId: 'r1' } }, runTab: first }));
+    await openGraph(example('toy-mlp'), { kind: 'file', filename: 'other.json' });
+    runs().receive({ type: 'node_status', node_id: 'train', status: 'running' });
+    expect(runs().runOf(store().activeTab).statuses.train).toBeUndefined();
+    expect(store().parked[first]).toBeDefined();
+    expect(runs().runOf(first).statuses.train).toBe('running');
     // One run at a time: Run in the other tab says where the run is.
-    await store().runGraph();
-    expect(store().toasts.at(-1)?.text).toMatch(/running in another tab/);
+    await runs().runGraph();
+    expect(useMessages.getState().toasts.at(-1)?.text).toMatch(/running in another tab/);
     // A running tab does not close.
-    expect(store().closeTab(first)).toBe(false);
-    store().receive({ type: 'execution_complete' });
-    expect(store().parked[first]!.run.phase).toBe('idle');
-    expect(store().closeTab(first)).toBe(true);
+    expect(closeTab(first)).toBe(false);
+    runs().receive({ type: 'execution_complete' });
+    expect(runs().runOf(first).phase).toBe('idle');
+    expect(closeTab(first)).toBe(true);
     expect(store().tabOrder).toEqual([store().activeTab]);
   });
 
   it('closing a tab with unsaved changes asks first; the last tab closes into a fresh graph', async () => {
-    store().setParam('train', 'epochs', 4);
+    setParam('train', 'epochs', 4);
     const confirm = vi.spyOn(window, 'confirm').mockReturnValueOnce(false).mockReturnValueOnce(true);
-    expect(store().closeTab(store().activeTab)).toBe(false);
-    expect(store().closeTab(store().activeTab)).toBe(true);
+    expect(closeTab(store().activeTab)).toBe(false);
+    expect(closeTab(store().activeTab)).toBe(true);
     expect(confirm).toHaveBeenCalledTimes(2);
     await vi.waitFor(() => expect(store().nodes.map((n) => n.data.nodeType)).toEqual(['Start']));
     expect(store().tabOrder.length).toBe(1);

@@ -8,7 +8,8 @@ import { zhTW } from '../src/i18n/zh-TW';
 import { BottomPanel } from '../src/panels/BottomPanel';
 import { LanguageSelect } from '../src/panels/LanguageSelect';
 import { ReactFlowProvider } from '@xyflow/react';
-import { resetEditorForTests, useEditor } from '../src/store/editorStore';
+import { useCatalogue } from '../src/store/catalogue';
+import { resetEditorForTests } from '../src/store/editor';
 import { Palette } from '../src/panels/Palette';
 import { nodeTexts } from '../src/i18n/nodeText';
 import { defsByName, nodeDefs } from './helpers';
@@ -94,7 +95,7 @@ describe('switching the language', () => {
 
   it('shows node descriptions in the chosen language in the palette, and finds nodes by them', () => {
     resetEditorForTests();
-    useEditor.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
+    useCatalogue.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
     render(
       <ReactFlowProvider>
         <Palette />

@@ -12,7 +12,7 @@ import {
   tooltipRequest,
   WHOLE_LIMIT,
 } from '../src/inspector/inspect';
-import { recordOutputsFor, resetInspectorForTests, useInspector } from '../src/inspector/inspectorStore';
+import { recordOutputsFor, resetInspectorForTests, useInspector } from '../src/store/inspector';
 
 // JSON as the server gives it (GET /api/execution/outputs/{run} and …/{node}/{port}).
 const lossesRef: RunOutputRef = { node_id: 'train', port: 'losses', type: 'tensor', full_shape: [10] };

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LayerParamDefinition, LayerTypeDefinition, ShapeTraceResponse } from '../src/api/layers';
 import { chainOf, parseSpec } from '../src/graph/layerSpec';
 import { LayerEditor } from '../src/nodes/LayerEditor';
-import { resetEditorForTests } from '../src/store/editorStore';
+import { resetEditorForTests } from '../src/store/editor';
 import { useLayerStore } from '../src/store/layerStore';
 
 const int = (name: string, required = true, dflt: unknown = 1): LayerParamDefinition => ({

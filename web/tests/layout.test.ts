@@ -1,14 +1,17 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { anyOverlap, estimateSize } from '../src/graph/geometry';
-import { needsMeasuredLayout, nodeShape, resetEditorForTests, useEditor } from '../src/store/editorStore';
+import { needsMeasuredLayout, nodeShape } from '../src/graph/placement';
+import { useCatalogue } from '../src/store/catalogue';
+import { useDocument } from '../src/store/document';
+import { openGraph, resetEditorForTests } from '../src/store/editor';
 import { defsByName, exampleGraphs, nodeDefs } from './helpers';
 
-const store = () => useEditor.getState();
+const store = () => useDocument.getState();
 const box = (id: string, x: number, y: number) => ({ id, x, y, width: 100, height: 100 });
 
 beforeEach(() => {
   resetEditorForTests();
-  useEditor.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
+  useCatalogue.setState({ status: 'ready', defs: defsByName, defList: nodeDefs });
 });
 
 describe('laying out again at the measured sizes', () => {
@@ -22,16 +25,16 @@ describe('laying out again at the measured sizes', () => {
   it.each(exampleGraphs().map(([p, json]) => [p, json] as const))(
     '%s: no two nodes overlap once laid out with their drawn sizes',
     async (path, json) => {
-      expect(await store().openGraph(json, { kind: 'example', path })).toBe(true);
+      expect(await openGraph(json, { kind: 'example', path })).toBe(true);
       expect(store().measureCheck).not.toBeNull();
       // Draw every node taller than estimated (the TrainingLoop much taller), as the browser may.
       const s = store();
       const measured = s.nodes.map((n) => {
-        const est = estimateSize(nodeShape(s, n));
+        const est = estimateSize(nodeShape({ defs: defsByName, edges: s.edges }, n));
         const extra = n.data.nodeType === 'TrainingLoop' ? 160 : 24;
         return { ...n, measured: { width: est.width + 10, height: est.height + extra } };
       });
-      useEditor.setState({ nodes: measured });
+      useDocument.setState({ nodes: measured });
       const fit = store().fitRequest;
       await store().relayoutMeasured();
       expect(store().measureCheck).toBeNull();
@@ -43,7 +46,7 @@ describe('laying out again at the measured sizes', () => {
 
   it('waits until every node is measured', async () => {
     const [path, json] = exampleGraphs()[0]!;
-    await store().openGraph(json, { kind: 'example', path });
+    await openGraph(json, { kind: 'example', path });
     const mode = store().measureCheck;
     await store().relayoutMeasured();
     expect(store().measureCheck).toBe(mode);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServerMessage } from '../src/api/types';
-import { toArray } from '../src/charts/column';
+import { toArray } from '../src/store/column';
 import { idleRun, markIssues, reduceProgress, reduceRun, startRun, type RunState } from '../src/store/runReducer';
 import { reduceSeries } from '../src/store/trainSeries';
 

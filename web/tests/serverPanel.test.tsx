@@ -6,7 +6,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { HealthResponse, RunListEntry } from '../src/api/server';
 import { ModelFiles } from '../src/panels/ModelFiles';
 import { ServerPanel } from '../src/panels/ServerPanel';
-import { resetEditorForTests, useEditor } from '../src/store/editorStore';
+import { useCatalogue } from '../src/store/catalogue';
+import { useDocument } from '../src/store/document';
+import { resetEditorForTests } from '../src/store/editor';
+import { useRunSession } from '../src/store/runSession';
 import { useModelFiles } from '../src/store/modelFilesStore';
 import { createPoller } from '../src/store/poller';
 import {
@@ -227,7 +230,7 @@ function resetServerStore() {
 describe('the server store', () => {
   beforeEach(() => {
     resetEditorForTests();
-    useEditor.setState({ meta: { ...useEditor.getState().meta, name: 'Toy MLP' } });
+    useDocument.setState({ meta: { ...useDocument.getState().meta, name: 'Toy MLP' } });
     resetServerStore();
     vi.useFakeTimers();
   });
@@ -292,7 +295,7 @@ describe('the server store', () => {
 describe('the panel', () => {
   beforeEach(() => {
     resetEditorForTests();
-    useEditor.setState({ meta: { ...useEditor.getState().meta, name: 'Toy MLP' } });
+    useDocument.setState({ meta: { ...useDocument.getState().meta, name: 'Toy MLP' } });
     resetServerStore();
   });
   afterEach(() => {
@@ -326,7 +329,7 @@ describe('the panel', () => {
   });
 
   it('draws the stores with their bytes, the queues and the runs with Stop where it applies', () => {
-    useEditor.setState({ run: { ...useEditor.getState().run, serverRunId: 'run-2' } });
+    useRunSession.setState({ runs: { [useDocument.getState().activeTab]: { ...useRunSession.getState().runOf(useDocument.getState().activeTab), serverRunId: 'run-2' } } });
     openWith();
     const state = screen.getByTestId('store-node_state_store');
     expect(state.dataset.used).toBe('52000');
@@ -400,7 +403,7 @@ describe('model files', () => {
   });
 
   it('lists name and size with a download link and Delete; no time column when the server sends none', () => {
-    useEditor.setState({ models: [{ filename: 'w.pt', size: 1536 }] });
+    useCatalogue.setState({ models: [{ filename: 'w.pt', size: 1536 }] });
     render(<ModelFiles />);
     expect(screen.getByTestId('model-row-w.pt').textContent).toContain('1.5 KiB');
     expect(screen.getByTestId('model-download-w.pt').getAttribute('href')).toBe('/api/models/download/w.pt');
@@ -422,7 +425,7 @@ describe('model files', () => {
       if (url === '/api/models/w.pt' && init?.method === 'DELETE') models = [];
       return inner(url, init);
     });
-    useEditor.setState({ models });
+    useCatalogue.setState({ models });
     render(<ModelFiles />);
     const confirm = vi.spyOn(window, 'confirm').mockReturnValue(false);
     fireEvent.click(screen.getByTestId('model-delete-w.pt'));
@@ -432,7 +435,7 @@ describe('model files', () => {
       fireEvent.click(screen.getByTestId('model-delete-w.pt'));
       await new Promise((r) => setTimeout(r, 0));
     });
-    await vi.waitFor(() => expect(useEditor.getState().models).toEqual([]));
+    await vi.waitFor(() => expect(useCatalogue.getState().models).toEqual([]));
     expect(calls).toContain('DELETE /api/models/w.pt');
     expect(screen.getByTestId('model-files-result').textContent).toBe('Deleted w.pt.');
     expect(screen.queryByTestId('model-row-w.pt')).toBeNull();

@@ -14,7 +14,11 @@ import { useCallback, useEffect, useRef, type DragEvent, type MouseEvent } from 
 import { DATA_EDGE, NODE_COMPONENT, TRIGGER_EDGE, type CodefyEdge, type CodefyNode } from '../graph/graphJson';
 import { useT } from '../i18n';
 import { GenericNode } from '../nodes/GenericNode';
-import { useEditor } from '../store/editorStore';
+import { useDocument } from '../store/document';
+import { useMessages } from '../store/messages';
+import { usePanels } from '../store/panels';
+import { usePreferences } from '../store/preferences';
+import { shownRun } from '../store/runSession';
 import { CheckedConnectionLine } from './ConnectionLine';
 import { connectionOf } from './connectionOf';
 import { TriggerEdge, TypedEdge } from './edges';
@@ -29,21 +33,21 @@ const nodeTypes = { [NODE_COMPONENT]: GenericNode };
 
 /** A node in the minimap, coloured by its run status (as its border on the canvas). */
 function minimapColor(n: CodefyNode): string {
-  const status = useEditor.getState().run.statuses[n.id];
+  const status = shownRun().statuses[n.id];
   return status && status !== 'idle' ? `var(--status-${status})` : 'var(--minimap-node)';
 }
 const edgeTypes = { [DATA_EDGE]: TypedEdge, [TRIGGER_EDGE]: TriggerEdge };
 
 export function Canvas() {
   const t = useT();
-  const nodes = useEditor((s) => s.nodes);
-  const edges = useEditor((s) => s.edges);
-  const theme = useEditor((s) => s.theme);
-  const fitRequest = useEditor((s) => s.fitRequest);
-  const onNodesChange = useEditor((s) => s.onNodesChange);
-  const onEdgesChange = useEditor((s) => s.onEdgesChange);
-  const connect = useEditor((s) => s.connect);
-  const selectedId = useEditor((s) => s.selectedId);
+  const nodes = useDocument((s) => s.nodes);
+  const edges = useDocument((s) => s.edges);
+  const theme = usePreferences((s) => s.theme);
+  const fitRequest = useDocument((s) => s.fitRequest);
+  const onNodesChange = useDocument((s) => s.onNodesChange);
+  const onEdgesChange = useDocument((s) => s.onEdgesChange);
+  const connect = useDocument((s) => s.connect);
+  const selectedId = useDocument((s) => s.selectedId);
   const { screenToFlowPosition, fitView, getNodes, getInternalNode, getViewport, setViewport } = useReactFlow<
     CodefyNode,
     CodefyEdge
@@ -51,7 +55,7 @@ export function Canvas() {
   const wrapper = useRef<HTMLDivElement>(null);
   const initialized = useNodesInitialized();
   const fitted = useRef(0);
-  const measureCheck = useEditor((s) => s.measureCheck);
+  const measureCheck = useDocument((s) => s.measureCheck);
   const pointer = useRef<{ x: number; y: number } | null>(null);
   useShortcuts(wrapper, pointer);
 
@@ -60,7 +64,7 @@ export function Canvas() {
     (e: MouseEvent) => {
       const target = e.target as Element;
       if (!target.closest('.react-flow__pane') || target.closest('.react-flow__node')) return;
-      useEditor.getState().openQuickAdd({
+      usePanels.getState().openQuickAdd({
         screen: { x: e.clientX, y: e.clientY },
         flow: screenToFlowPosition({ x: e.clientX, y: e.clientY }),
       });
@@ -75,7 +79,7 @@ export function Canvas() {
     const all = getNodes();
     if (all.length === 0 || !all.every((n) => n.measured?.width && n.measured?.height)) return;
     if (measureCheck) {
-      void useEditor.getState().relayoutMeasured();
+      void useDocument.getState().relayoutMeasured();
       return;
     }
     const id = requestAnimationFrame(() => {
@@ -104,7 +108,7 @@ export function Canvas() {
 
   const isValidConnection: IsValidConnection<Edge> = useCallback(
     (c) =>
-      useEditor.getState().checkConnection({
+      useDocument.getState().checkConnection({
         source: c.source,
         target: c.target,
         sourceHandle: c.sourceHandle ?? null,
@@ -118,10 +122,10 @@ export function Canvas() {
     if (state.isValid !== false) return;
     const c = connectionOf(state);
     if (!c) return;
-    const verdict = useEditor.getState().checkConnection(c);
+    const verdict = useDocument.getState().checkConnection(c);
     if (!verdict.ok) {
-      useEditor.getState().toast('warning', verdict.reason);
-      useEditor.getState().say('warning', verdict.reason, { nodeId: c.target });
+      useMessages.getState().toast('warning', verdict.reason);
+      useMessages.getState().say('warning', verdict.reason, { nodeId: c.target });
     }
   }, []);
 
@@ -137,7 +141,7 @@ export function Canvas() {
       if (!type) return;
       e.preventDefault();
       const p = screenToFlowPosition({ x: e.clientX, y: e.clientY });
-      useEditor.getState().addNode(type, { x: Math.round(p.x - 40), y: Math.round(p.y - 16) });
+      useDocument.getState().addNode(type, { x: Math.round(p.x - 40), y: Math.round(p.y - 16) });
     },
     [screenToFlowPosition],
   );

@@ -1,5 +1,5 @@
 import { getBezierPath, useConnection, type ConnectionLineComponentProps } from '@xyflow/react';
-import { useEditor } from '../store/editorStore';
+import { useDocument } from '../store/document';
 import { connectionOf } from './connectionOf';
 
 /**
@@ -20,7 +20,7 @@ export function CheckedConnectionLine(props: ConnectionLineComponentProps) {
   if (connection.inProgress && connection.isValid === false) {
     const c = connectionOf(connection);
     if (c) {
-      const verdict = useEditor.getState().checkConnection(c);
+      const verdict = useDocument.getState().checkConnection(c);
       if (!verdict.ok) reason = verdict.reason;
     }
   }

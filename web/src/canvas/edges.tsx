@@ -4,14 +4,17 @@ import type { CodefyEdge } from '../graph/graphJson';
 import { outputPort } from '../graph/ports';
 import { typeColorVar } from '../graph/typeRules';
 import { EdgeTooltip } from '../inspector/Inspector';
-import { nodeShape, useEditor } from '../store/editorStore';
+import { nodeShape } from '../graph/placement';
+import { useCatalogue } from '../store/catalogue';
+import { useDocument } from '../store/document';
 
 /** The data type leaving `source` at `handle` ('ANY' when unknown). */
 function useSourceType(source: string, handle: string | null | undefined): string {
-  return useEditor((s) => {
+  const defs = useCatalogue((s) => s.defs);
+  return useDocument((s) => {
     const node = s.nodes.find((n) => n.id === source);
     if (!node) return 'ANY';
-    return outputPort(nodeShape(s, node), handle)?.data_type ?? 'ANY';
+    return outputPort(nodeShape({ defs, edges: s.edges }, node), handle)?.data_type ?? 'ANY';
   });
 }
 

@@ -6,7 +6,11 @@ import { useReactFlow } from '@xyflow/react';
 import { useEffect, type RefObject } from 'react';
 import type { CodefyEdge, CodefyNode } from '../graph/graphJson';
 import { t } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useDocument } from '../store/document';
+import { newTab, saveGraph } from '../store/editor';
+import { useMessages } from '../store/messages';
+import { usePanels } from '../store/panels';
+import { useRunSession } from '../store/runSession';
 import { commandFor, typingIn } from './shortcuts';
 
 /** The last nodes copied here, for a browser that gives a paste event no text. */
@@ -32,16 +36,17 @@ export function useShortcuts(wrapper: RefObject<HTMLDivElement | null>, pointer:
       return { screen, flow: screenToFlowPosition(screen) };
     };
     const blocked = () => {
-      const s = useEditor.getState();
+      const s = usePanels.getState();
       return s.filesOpen || s.quickAdd !== null;
     };
 
     const onKey = (e: KeyboardEvent) => {
       if (e.defaultPrevented || e.isComposing) return;
-      const s = useEditor.getState();
+      const s = useDocument.getState();
+      const panels = usePanels.getState();
       const command = commandFor(e, typingIn(e.target));
       if (!command) return;
-      if (s.helpOpen && command !== 'help') return;
+      if (panels.helpOpen && command !== 'help') return;
       if (blocked()) return;
       e.preventDefault();
       switch (command) {
@@ -54,18 +59,18 @@ export function useShortcuts(wrapper: RefObject<HTMLDivElement | null>, pointer:
         case 'selectAll':
           return s.selectAll();
         case 'save':
-          return void s.saveGraph();
+          return void saveGraph();
         case 'run':
-          return void s.runGraph();
+          return void useRunSession.getState().runGraph();
         case 'fit':
           return void fitView({ padding: 0.08, maxZoom: 1, duration: 200 });
         case 'newTab':
-          return void s.newTab();
+          return void newTab();
         case 'help':
-          return s.setHelpOpen(!s.helpOpen);
+          return panels.setHelpOpen(!panels.helpOpen);
         case 'quickAdd': {
           const at = spot();
-          if (at) s.openQuickAdd(at);
+          if (at) panels.openQuickAdd(at);
           return;
         }
         default:
@@ -75,7 +80,7 @@ export function useShortcuts(wrapper: RefObject<HTMLDivElement | null>, pointer:
 
     const onCopy = (e: ClipboardEvent, cut: boolean) => {
       if (typingIn(e.target) || textSelected() || blocked()) return;
-      const s = useEditor.getState();
+      const s = useDocument.getState();
       const text = cut ? s.cutSelection() : s.copySelection();
       if (!text) return;
       lastCopied = text;
@@ -88,12 +93,12 @@ export function useShortcuts(wrapper: RefObject<HTMLDivElement | null>, pointer:
       if (typingIn(e.target) || blocked()) return;
       const text = e.clipboardData?.getData('text/plain') || lastCopied;
       if (!text) return;
-      const s = useEditor.getState();
+      const s = useDocument.getState();
       const at = pointer.current ? screenToFlowPosition(pointer.current) : undefined;
       const before = s.nodes.length;
       if (s.paste(text, at)) {
         e.preventDefault();
-        s.say('info', t('edit.pasted', { count: useEditor.getState().nodes.length - before }));
+        useMessages.getState().say('info', t('edit.pasted', { count: useDocument.getState().nodes.length - before }));
       }
     };
 

@@ -1,7 +1,9 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import type uPlotType from 'uplot';
 import { t, useLocale, type MessageKey } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useDocument } from '../store/document';
+import { usePreferences } from '../store/preferences';
+import { useShownRun } from '../store/runSession';
 import {
   CHART_KINDS,
   chartColumns,
@@ -48,7 +50,7 @@ const tabValue = (kind: ChartKind, v: number | null) =>
 
 /** One uPlot chart, drawn while it is shown; reports how many values it drew (after thinning). */
 function Plot({ kind, columns, onDrawn }: { kind: ChartKind; columns: ChartColumns; onDrawn: (n: number) => void }) {
-  const theme = useEditor((s) => s.theme);
+  const theme = usePreferences((s) => s.theme);
   const locale = useLocale(); // the plot's labels are set when it is made: remake it on a switch
   const [UPlot, setUPlot] = useState<UPlotCtor | null>(null);
   const [log, setLog] = useState(false);
@@ -118,12 +120,10 @@ const plotOptionsSeriesEmpty = (kind: ChartKind): number[][] => (kind === 'loss'
  */
 export function ChartsPanel() {
   useLocale(); // re-render in the chosen language
-  const nodeId = useEditor((s) => {
-    const sel = s.selectedId;
-    return sel && (s.run.series[sel] || s.run.facts[sel]) ? sel : s.run.seriesNode;
-  });
-  const series = useEditor((s) => (nodeId ? s.run.series[nodeId] : undefined));
-  const facts = useEditor((s) => (nodeId ? s.run.facts[nodeId] : undefined));
+  const sel = useDocument((s) => s.selectedId);
+  const nodeId = useShownRun((r) => (sel && (r.series[sel] || r.facts[sel]) ? sel : r.seriesNode));
+  const series = useShownRun((r) => (nodeId ? r.series[nodeId] : undefined));
+  const facts = useShownRun((r) => (nodeId ? r.facts[nodeId] : undefined));
   const [active, setActive] = useState<ChartKind>('loss');
   const [drawn, setDrawn] = useState<Record<ChartKind, number>>({ loss: 0, accuracy: 0, lr: 0, gradNorm: 0 });
   const columns = useMemo(

@@ -2,7 +2,7 @@
 // that fits the data. Pure (no uPlot import), so it is tested without a
 // browser and stays out of the first screen's bundle.
 import type { TrainSeries } from '../store/trainSeries';
-import { values } from './column';
+import { values } from '../store/column';
 
 export type ChartKind = 'loss' | 'accuracy' | 'lr' | 'gradNorm';
 export const CHART_KINDS: readonly ChartKind[] = ['loss', 'accuracy', 'lr', 'gradNorm'];

@@ -3,12 +3,12 @@
 // tables (nodes/zh-TW.ts) give their own text for a node type's description,
 // params and ports and a layer type's params, and whatever they leave out
 // stays as the server wrote it. Names (types, params, ports) are never
-// translated: they are what graph files and the server read.
-import { useMemo } from 'react';
+// translated: they are what graph files and the server read. Pure: the hooks
+// that give the catalogue's definitions in the current language are in
+// store/catalogue.ts.
 import type { LayerTypeDefinition } from '../api/layers';
 import type { NodeDefinition } from '../api/types';
-import { useEditor } from '../store/editorStore';
-import { useLocale, type Locale } from './index';
+import type { Locale } from './index';
 import { zhTWLayers, zhTWNodes } from './nodes/zh-TW';
 
 /** One node type's text in a language, by the names the server gives. */
@@ -95,25 +95,4 @@ export function localizeLayerType(def: LayerTypeDefinition, locale: Locale): Lay
   const text = layerTexts(locale)?.[def.type];
   if (!text) return def;
   return layerMemo(def, locale, () => ({ ...def, params: described(def.params, text.params) }));
-}
-
-/** The server's node definitions by type, in the current language. */
-export function useLocalizedDefs(): Record<string, NodeDefinition> {
-  const defs = useEditor((s) => s.defs);
-  const locale = useLocale();
-  return localizeDefs(defs, locale);
-}
-
-/** The server's node definitions in its order, in the current language. */
-export function useLocalizedDefList(): NodeDefinition[] {
-  const list = useEditor((s) => s.defList);
-  const locale = useLocale();
-  return useMemo(() => list.map((d) => localizeDef(d, locale)), [list, locale]);
-}
-
-/** One node type's definition in the current language; undefined for a type the server does not offer. */
-export function useLocalizedDef(type: string | undefined): NodeDefinition | undefined {
-  const def = useEditor((s) => (type ? s.defs[type] : undefined));
-  const locale = useLocale();
-  return def ? localizeDef(def, locale) : undefined;
 }

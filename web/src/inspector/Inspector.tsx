@@ -4,7 +4,7 @@ import { useEffect } from 'react';
 import { createPortal } from 'react-dom';
 import { isTensorOutput } from '../api/outputs';
 import { useT } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useShownRun } from '../store/runSession';
 import {
   edgeTooltip,
   formatShape,
@@ -16,14 +16,14 @@ import {
   tensorRequest,
   tooltipRequest,
 } from './inspect';
-import { isLoaded, outputKey, useInspector, type PortRef } from './inspectorStore';
+import { isLoaded, outputKey, useInspector, type PortRef } from '../store/inspector';
 import './inspector.css';
 
 /** The recorded run whose outputs can be shown: the editor's last run, when it recorded and completed. */
 export function useRecordedRun(): string | null {
   const recorded = useInspector((s) => s.recordedRun);
-  const ready = useEditor(
-    (s) => recorded !== null && s.run.runId === recorded && s.run.phase === 'idle' && s.run.outcome === 'completed',
+  const ready = useShownRun(
+    (r) => recorded !== null && r.runId === recorded && r.phase === 'idle' && r.outcome === 'completed',
   );
   return ready ? recorded : null;
 }

@@ -2,27 +2,29 @@ import { Handle, Position, type NodeProps } from '@xyflow/react';
 import { memo, useMemo } from 'react';
 import { useShallow } from 'zustand/react/shallow';
 import type { ParamDefinition, PortDefinition } from '../api/types';
-import type { CodefyNode } from '../graph/graphJson';
+import type { CodefyEdge, CodefyNode } from '../graph/graphJson';
 import { showsProgress } from '../graph/geometry';
 import { firstLine } from '../graph/issues';
 import { effectiveValue } from '../graph/params';
 import { shapeOf, TRIGGER_HANDLE, type EdgeEnds } from '../graph/ports';
 import { TRIGGER, typeColorVar } from '../graph/typeRules';
 import { useT } from '../i18n';
-import { useLocalizedDef } from '../i18n/nodeText';
-import { useEditor } from '../store/editorStore';
+import { useCatalogue, useLocalizedDef } from '../store/catalogue';
+import { useDocument } from '../store/document';
+import { setParam } from '../store/editor';
+import { useRunSession, useShownRun } from '../store/runSession';
 import { AdvancedFold } from './AdvancedFold';
 import { ParamField } from './ParamField';
 import { TrainingProgressBar } from './TrainingProgressBar';
 
 const NO_EDGES: EdgeEnds[] = [];
-const NO_FLOW_EDGES: ReturnType<typeof useEditor.getState>['edges'] = [];
+const NO_FLOW_EDGES: CodefyEdge[] = [];
 
 /** The edges touching `id`, only for nodes whose ports come from their edges (unknown types). */
 function useOwnEdges(id: string, needed: boolean): EdgeEnds[] {
   // Select the store's own edge objects (stable between renders, so the
   // shallow comparison settles); build the plain ends from them afterwards.
-  const own = useEditor(
+  const own = useDocument(
     useShallow((s) => (needed ? s.edges.filter((e) => e.source === id || e.target === id) : NO_FLOW_EDGES)),
   );
   return useMemo(
@@ -58,13 +60,12 @@ export const GenericNode = memo(function GenericNode({ id, data, selected }: Nod
   const t = useT();
   const def = useLocalizedDef(data.nodeType);
   const ownEdges = useOwnEdges(id, !def);
-  const status = useEditor((s) => s.run.statuses[id] ?? 'idle');
-  const progress = useEditor((s) => s.run.progress[id]);
-  const issues = useEditor((s) => s.run.issues[id]);
-  const devices = useEditor((s) => s.devices);
-  const models = useEditor((s) => s.models);
-  const setParam = useEditor((s) => s.setParam);
-  const select = useEditor((s) => s.select);
+  const status = useShownRun((r) => r.statuses[id] ?? 'idle');
+  const progress = useShownRun((r) => r.progress[id]);
+  const issues = useShownRun((r) => r.issues[id]);
+  const devices = useCatalogue((s) => s.devices);
+  const models = useCatalogue((s) => s.models);
+  const select = useDocument((s) => s.select);
 
   const shape = useMemo(
     () => shapeOf(id, data.nodeType, def, data.params, ownEdges),
@@ -89,7 +90,7 @@ export const GenericNode = memo(function GenericNode({ id, data, selected }: Nod
       models={models}
       compact
       onOpenLong={() => select(id)}
-      onInvalid={(e) => useEditor.getState().setDraftError(id, p.name, e)}
+      onInvalid={(e) => useRunSession.getState().setDraftError(id, p.name, e)}
     />
   );
 

@@ -19,7 +19,7 @@ import {
 } from '../graph/layerSpec';
 import { t, useLocale, type MessageKey } from '../i18n';
 import { localizeLayerType } from '../i18n/nodeText';
-import { useEditor } from '../store/editorStore';
+import { useDocument } from '../store/document';
 import { useLayerStore } from '../store/layerStore';
 import '../styles/layers.css';
 
@@ -88,7 +88,7 @@ export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorPro
   const chain = useMemo(() => (parsed.ok ? chainOf(parsed.spec) : null), [parsed]);
   const [raw, setRaw] = useState(!parsed.ok);
   const [shapeText, setShapeText] = useState(() => {
-    const nodes = useEditor.getState().nodes.map((n) => ({ type: n.data.nodeType, params: n.data.params }));
+    const nodes = useDocument.getState().nodes.map((n) => ({ type: n.data.nodeType, params: n.data.params }));
     return guessInputShape(nodes, parsed.ok ? parsed.spec : null).join(', ');
   });
   const inputShape = parseShapeText(shapeText);

@@ -1,12 +1,12 @@
 import { ChartsPanel } from '../charts/ChartsPanel';
 import { useT } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { usePanels } from '../store/panels';
 import { Messages } from './Messages';
 
 export function BottomPanel() {
   const t = useT();
-  const open = useEditor((s) => s.bottomOpen);
-  const setOpen = useEditor((s) => s.setBottomOpen);
+  const open = usePanels((s) => s.bottomOpen);
+  const setOpen = usePanels((s) => s.setBottomOpen);
   return (
     <section className={`bottom-panel${open ? '' : ' closed'}`} aria-label={t('bottom.label')}>
       <button

@@ -1,6 +1,8 @@
 import { useEffect, useRef, type ChangeEvent } from 'react';
 import { useT } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useCatalogue } from '../store/catalogue';
+import { importFile, openExample, openSaved } from '../store/editor';
+import { usePanels } from '../store/panels';
 import { ModelFiles } from './ModelFiles';
 
 /** A file time (seconds since 1970) as text; null for one no clock could have written. */
@@ -13,35 +15,34 @@ export function plausibleDate(seconds: number): string | null {
 /** Examples from the server, graphs saved on it, and a graph.json from this computer. */
 export function FilesDialog() {
   const t = useT();
-  const examples = useEditor((s) => s.examples);
-  const saved = useEditor((s) => s.savedGraphs);
-  const a = useEditor.getState();
+  const examples = useCatalogue((s) => s.examples);
+  const saved = useCatalogue((s) => s.savedGraphs);
   const dialog = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     dialog.current?.focus();
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') useEditor.getState().setFilesOpen(false);
+      if (e.key === 'Escape') usePanels.getState().setFilesOpen(false);
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
   }, []);
 
-  const close = () => a.setFilesOpen(false);
-  const openExample = async (path: string) => {
+  const close = () => usePanels.getState().setFilesOpen(false);
+  const showExample = async (path: string) => {
     close();
-    await a.openExample(path);
+    await openExample(path);
   };
-  const openSaved = async (name: string) => {
+  const showSaved = async (name: string) => {
     close();
-    await a.openSaved(name);
+    await openSaved(name);
   };
   const onFile = async (e: ChangeEvent<HTMLInputElement>) => {
     const file = e.target.files?.[0];
     e.target.value = '';
     if (!file) return;
     close();
-    await a.importFile(file);
+    await importFile(file);
   };
 
   return (
@@ -67,7 +68,7 @@ export function FilesDialog() {
           <ul className="gallery">
             {examples.map((x) => (
               <li key={x.path}>
-                <button type="button" data-testid={`example-${x.path}`} onClick={() => void openExample(x.path)}>
+                <button type="button" data-testid={`example-${x.path}`} onClick={() => void showExample(x.path)}>
                   <strong>{x.name}</strong>
                   <span className="muted">{t('files.counts', { nodes: x.node_count, edges: x.edge_count })}</span>
                   <span className="gallery-desc">{x.description}</span>
@@ -82,7 +83,7 @@ export function FilesDialog() {
           <ul className="saved-list">
             {saved.map((g) => (
               <li key={g.file}>
-                <button type="button" data-testid={`saved-${g.file}`} onClick={() => void openSaved(g.file)}>
+                <button type="button" data-testid={`saved-${g.file}`} onClick={() => void showSaved(g.file)}>
                   <strong>{g.name}</strong>
                   {plausibleDate(g.modified) && <span className="muted">{plausibleDate(g.modified)}</span>}
                 </button>

@@ -1,7 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { SHORTCUTS } from '../canvas/shortcuts';
 import { useT, type MessageKey } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { usePanels } from '../store/panels';
 
 const MOUSE: MessageKey[] = ['mouse.pan', 'mouse.connect', 'mouse.dblclick'];
 
@@ -13,7 +13,7 @@ export function keyLabel(keys: string, mac: boolean): string {
 /** Every shortcut the editor has, from the table the key handler uses. */
 export function HelpSheet() {
   const t = useT();
-  const open = useEditor((s) => s.helpOpen);
+  const open = usePanels((s) => s.helpOpen);
   const dialog = useRef<HTMLDivElement>(null);
   const mac = typeof navigator !== 'undefined' && /Mac|iPhone|iPad/.test(navigator.platform);
 
@@ -21,14 +21,14 @@ export function HelpSheet() {
     if (!open) return;
     dialog.current?.focus();
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') useEditor.getState().setHelpOpen(false);
+      if (e.key === 'Escape') usePanels.getState().setHelpOpen(false);
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
   }, [open]);
 
   if (!open) return null;
-  const close = () => useEditor.getState().setHelpOpen(false);
+  const close = () => usePanels.getState().setHelpOpen(false);
   return (
     <div className="dialog-backdrop" onMouseDown={(e) => e.target === e.currentTarget && close()}>
       <div

@@ -1,7 +1,8 @@
 import { useReactFlow } from '@xyflow/react';
 import { memo, useCallback, useEffect, useRef } from 'react';
 import { useLocale, useT, type Locale } from '../i18n';
-import { useEditor, type Message } from '../store/editorStore';
+import { useDocument } from '../store/document';
+import { useMessages, type Message } from '../store/messages';
 import { MessageText } from './MessageText';
 
 // One formatter for every line: toLocaleTimeString builds a new one per call,
@@ -48,8 +49,8 @@ const MessageRow = memo(function MessageRow({
 export function Messages() {
   const t = useT();
   const locale = useLocale();
-  const messages = useEditor((s) => s.messages);
-  const clear = useEditor((s) => s.clearMessages);
+  const messages = useMessages((s) => s.messages);
+  const clear = useMessages((s) => s.clearMessages);
   const list = useRef<HTMLOListElement>(null);
   // The same `show` every render, so the lines (memo) are not drawn again for it.
   const reactFlow = useReactFlow();
@@ -65,7 +66,7 @@ export function Messages() {
 
   const show = useCallback(
     (nodeId: string) => {
-      useEditor.getState().select(nodeId);
+      useDocument.getState().select(nodeId);
       const { getNode, setCenter, getZoom } = flow.current;
       const n = getNode(nodeId);
       if (n) {

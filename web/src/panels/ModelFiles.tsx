@@ -4,7 +4,7 @@
 import { type ChangeEvent } from 'react';
 import { modelDownloadUrl } from '../api/server';
 import { t, useLocale } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useCatalogue } from '../store/catalogue';
 import { useModelFiles } from '../store/modelFilesStore';
 import { formatBytes } from '../store/serverRows';
 import { plausibleDate } from './FilesDialog';
@@ -12,7 +12,7 @@ import '../styles/server.css';
 
 export function ModelFiles() {
   useLocale(); // re-render in the chosen language
-  const models = useEditor((s) => s.models);
+  const models = useCatalogue((s) => s.models);
   const progress = useModelFiles((s) => s.progress);
   const result = useModelFiles((s) => s.result);
 

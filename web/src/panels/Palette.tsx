@@ -3,8 +3,8 @@ import { useMemo, useState, type DragEvent } from 'react';
 import type { NodeDefinition } from '../api/types';
 import { PALETTE_MIME } from '../canvas/dnd';
 import { useT, type MessageKey } from '../i18n';
-import { useLocalizedDefList } from '../i18n/nodeText';
-import { useEditor } from '../store/editorStore';
+import { useCatalogue, useLocalizedDefList } from '../store/catalogue';
+import { useDocument } from '../store/document';
 
 /** The server's category names with a translation (others are shown as the server names them). */
 const CATEGORY_LABEL: Record<string, MessageKey> = {
@@ -54,7 +54,7 @@ export function groupDefinitions(defs: readonly NodeDefinition[], query: string)
 export function Palette() {
   const t = useT();
   const defs = useLocalizedDefList();
-  const status = useEditor((s) => s.status);
+  const status = useCatalogue((s) => s.status);
   const [query, setQuery] = useState('');
   const groups = useMemo(() => groupDefinitions(defs, query), [defs, query]);
   const { screenToFlowPosition } = useReactFlow();
@@ -70,7 +70,7 @@ export function Palette() {
     const el = document.querySelector('.canvas');
     const r = el?.getBoundingClientRect();
     const p = screenToFlowPosition(r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : { x: 400, y: 300 });
-    useEditor.getState().addNode(type, { x: Math.round(p.x - 120), y: Math.round(p.y - 40) }, true);
+    useDocument.getState().addNode(type, { x: Math.round(p.x - 120), y: Math.round(p.y - 40) }, true);
   };
 
   return (

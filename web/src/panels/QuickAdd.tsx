@@ -1,8 +1,9 @@
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import type { NodeDefinition } from '../api/types';
 import { useT } from '../i18n';
-import { useLocalizedDefList } from '../i18n/nodeText';
-import { useEditor } from '../store/editorStore';
+import { useLocalizedDefList } from '../store/catalogue';
+import { useDocument } from '../store/document';
+import { usePanels } from '../store/panels';
 
 const SHOWN = 12;
 
@@ -28,7 +29,7 @@ export function rankDefinitions(defs: readonly NodeDefinition[], query: string):
 /** A search box where the canvas was double-clicked (or at the pointer, by a key): Enter adds the node there. */
 export function QuickAdd() {
   const t = useT();
-  const spot = useEditor((s) => s.quickAdd);
+  const spot = usePanels((s) => s.quickAdd);
   const defs = useLocalizedDefList();
   const [query, setQuery] = useState('');
   const [index, setIndex] = useState(0);
@@ -42,10 +43,10 @@ export function QuickAdd() {
   }, [spot]);
 
   if (!spot) return null;
-  const close = () => useEditor.getState().openQuickAdd(null);
+  const close = () => usePanels.getState().openQuickAdd(null);
   const add = (type: string) => {
     close();
-    useEditor.getState().addNode(type, { x: Math.round(spot.flow.x), y: Math.round(spot.flow.y) });
+    useDocument.getState().addNode(type, { x: Math.round(spot.flow.x), y: Math.round(spot.flow.y) });
   };
   const onKey = (e: KeyboardEvent) => {
     if (e.key === 'Escape') close();

@@ -4,7 +4,9 @@
 // open (src/store/serverStore.ts) and says so when the server stops answering.
 import { useEffect } from 'react';
 import { t, useLocale, type MessageKey } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useDocument } from '../store/document';
+import { usePanels } from '../store/panels';
+import { useShownRun } from '../store/runSession';
 import {
   fillFraction,
   formatBytes,
@@ -113,13 +115,13 @@ function RunLine({ row, ownRunId, ownName }: { row: RunRow; ownRunId?: string; o
 export function ServerPanel() {
   useLocale(); // re-render in the chosen language
   const s = useServer();
-  const ownRunId = useEditor((e) => e.run.serverRunId);
-  const graphName = useEditor((e) => e.meta.name);
+  const ownRunId = useShownRun((r) => r.serverRunId);
+  const graphName = useDocument((d) => d.meta.name);
 
   useEffect(() => {
     if (!s.open) return;
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape' && !useEditor.getState().filesOpen) useServer.getState().setOpen(false);
+      if (e.key === 'Escape' && !usePanels.getState().filesOpen) useServer.getState().setOpen(false);
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);

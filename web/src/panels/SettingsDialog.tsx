@@ -1,31 +1,33 @@
 import { useEffect, useRef } from 'react';
 import { useT } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useCatalogue } from '../store/catalogue';
+import { setDefaultDevice } from '../store/editor';
+import { usePanels } from '../store/panels';
+import { usePreferences } from '../store/preferences';
 import { LanguageSelect } from './LanguageSelect';
 import { deviceOptionLabel } from './Toolbar';
 
 /** The editor's settings: where graphs run by default, the language and the theme. */
 export function SettingsDialog() {
   const t = useT();
-  const open = useEditor((s) => s.settingsOpen);
-  const devices = useEditor((s) => s.devices);
-  const device = useEditor((s) => s.defaultDevice);
-  const theme = useEditor((s) => s.theme);
+  const open = usePanels((s) => s.settingsOpen);
+  const devices = useCatalogue((s) => s.devices);
+  const device = usePreferences((s) => s.defaultDevice);
+  const theme = usePreferences((s) => s.theme);
   const dialog = useRef<HTMLDivElement>(null);
 
   useEffect(() => {
     if (!open) return;
     dialog.current?.focus();
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') useEditor.getState().setSettingsOpen(false);
+      if (e.key === 'Escape') usePanels.getState().setSettingsOpen(false);
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
   }, [open]);
 
   if (!open) return null;
-  const a = useEditor.getState();
-  const close = () => a.setSettingsOpen(false);
+  const close = () => usePanels.getState().setSettingsOpen(false);
   const listed = devices.some((d) => d.device === device);
   return (
     <div className="dialog-backdrop" onMouseDown={(e) => e.target === e.currentTarget && close()}>
@@ -46,7 +48,7 @@ export function SettingsDialog() {
         </header>
         <label className="setting">
           <span>{t('settings.device')}</span>
-          <select data-testid="settings-device" value={device} onChange={(e) => a.setDefaultDevice(e.target.value)}>
+          <select data-testid="settings-device" value={device} onChange={(e) => setDefaultDevice(e.target.value)}>
             {!listed && <option value={device}>{device}</option>}
             {devices.map((d) => (
               <option key={d.device} value={d.device}>
@@ -62,7 +64,7 @@ export function SettingsDialog() {
         </label>
         <label className="setting">
           <span>{t('settings.theme')}</span>
-          <select data-testid="settings-theme" value={theme} onChange={(e) => a.setTheme(e.target.value === 'light' ? 'light' : 'dark')}>
+          <select data-testid="settings-theme" value={theme} onChange={(e) => usePreferences.getState().setTheme(e.target.value === 'light' ? 'light' : 'dark')}>
             <option value="dark">{t('settings.dark')}</option>
             <option value="light">{t('settings.light')}</option>
           </select>

@@ -3,28 +3,30 @@ import type { ParamDefinition } from '../api/types';
 import { effectiveValue } from '../graph/params';
 import { typeColorVar } from '../graph/typeRules';
 import { useT } from '../i18n';
-import { useLocalizedDef, useLocalizedDefs } from '../i18n/nodeText';
 import { AdvancedFold } from '../nodes/AdvancedFold';
 import { LayerEditorLauncher } from '../nodes/LayerEditor';
 import { ParamField } from '../nodes/ParamField';
-import { nodeShape, useEditor } from '../store/editorStore';
+import { nodeShape } from '../graph/placement';
+import { useCatalogue, useLocalizedDef, useLocalizedDefs } from '../store/catalogue';
+import { useDocument } from '../store/document';
+import { setParam } from '../store/editor';
+import { useRunSession, useShownRun } from '../store/runSession';
 import { MessageText } from './MessageText';
 import { InspectorSection } from '../inspector/Inspector';
 
 /** The selected node's params (all of them, long texts included), problems and ports, over the canvas's right side. */
 export function SidePanel() {
   const t = useT();
-  const selectedId = useEditor((s) => s.selectedId);
-  const node = useEditor((s) => (s.selectedId ? s.nodes.find((n) => n.id === s.selectedId) : undefined));
+  const selectedId = useDocument((s) => s.selectedId);
+  const node = useDocument((s) => (s.selectedId ? s.nodes.find((n) => n.id === s.selectedId) : undefined));
   const def = useLocalizedDef(node?.data.nodeType);
-  const edges = useEditor((s) => s.edges);
+  const edges = useDocument((s) => s.edges);
   const defs = useLocalizedDefs();
-  const issues = useEditor((s) => (selectedId ? s.run.issues[selectedId] : undefined));
-  const status = useEditor((s) => (selectedId ? (s.run.statuses[selectedId] ?? 'idle') : 'idle'));
-  const devices = useEditor((s) => s.devices);
-  const models = useEditor((s) => s.models);
+  const issues = useShownRun((r) => (selectedId ? r.issues[selectedId] : undefined));
+  const status = useShownRun((r) => (selectedId ? (r.statuses[selectedId] ?? 'idle') : 'idle'));
+  const devices = useCatalogue((s) => s.devices);
+  const models = useCatalogue((s) => s.models);
   const shape = useMemo(() => (node ? nodeShape({ defs, edges }, node) : null), [node, defs, edges]);
-  const a = useEditor.getState();
 
   if (!node || !shape) return null;
 
@@ -35,18 +37,18 @@ export function SidePanel() {
         <LayerEditorLauncher
           nodeId={node.id}
           value={effectiveValue(p, node.data.params)}
-          onChange={(v) => a.setParam(node.id, p.name, v)}
+          onChange={(v) => setParam(node.id, p.name, v)}
         />
       )}
       <ParamField
         def={p}
         value={effectiveValue(p, node.data.params)}
-        onChange={(v) => a.setParam(node.id, p.name, v)}
+        onChange={(v) => setParam(node.id, p.name, v)}
         testId={`panel-param-${node.id}-${p.name}`}
         issue={issues?.find((i) => i.param === p.name)?.message}
         devices={devices}
         models={models}
-        onInvalid={(e) => a.setDraftError(node.id, p.name, e)}
+        onInvalid={(e) => useRunSession.getState().setDraftError(node.id, p.name, e)}
       />
     </Fragment>
   );
@@ -58,7 +60,7 @@ export function SidePanel() {
       <button
         type="button"
         className="icon side-panel-close"
-        onClick={() => a.select(null)}
+        onClick={() => useDocument.getState().select(null)}
         aria-label={t('side.close')}
         title={t('side.close')}
       >

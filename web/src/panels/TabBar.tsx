@@ -1,5 +1,8 @@
 import { t as translate, useT } from '../i18n';
-import { useEditor, type GraphDoc } from '../store/editorStore';
+import { useDocument, type GraphDoc } from '../store/document';
+import { closeTab, newTab } from '../store/editor';
+import type { RunState } from '../store/runReducer';
+import { useRunSession } from '../store/runSession';
 
 interface TabView {
   id: number;
@@ -12,27 +15,28 @@ interface TabView {
 export function tabViews(
   order: readonly number[],
   active: number,
-  shown: Pick<GraphDoc, 'meta' | 'unsaved' | 'run'>,
+  shown: Pick<GraphDoc, 'meta' | 'unsaved'>,
   parked: Readonly<Record<number, GraphDoc>>,
+  runs: Readonly<Record<number, RunState>>,
 ): TabView[] {
   return order.flatMap((id) => {
     const d = id === active ? shown : parked[id];
     if (!d) return [];
-    return [{ id, name: d.meta.name || translate('graph.untitled'), unsaved: d.unsaved, running: d.run.phase !== 'idle' }];
+    const running = (runs[id]?.phase ?? 'idle') !== 'idle';
+    return [{ id, name: d.meta.name || translate('graph.untitled'), unsaved: d.unsaved, running }];
   });
 }
 
 /** The open graphs, one tab each, above the canvas. */
 export function TabBar() {
   const t = useT();
-  const order = useEditor((s) => s.tabOrder);
-  const active = useEditor((s) => s.activeTab);
-  const parked = useEditor((s) => s.parked);
-  const meta = useEditor((s) => s.meta);
-  const unsaved = useEditor((s) => s.unsaved);
-  const run = useEditor((s) => s.run);
-  const a = useEditor.getState();
-  const tabs = tabViews(order, active, { meta, unsaved, run }, parked);
+  const order = useDocument((s) => s.tabOrder);
+  const active = useDocument((s) => s.activeTab);
+  const parked = useDocument((s) => s.parked);
+  const meta = useDocument((s) => s.meta);
+  const unsaved = useDocument((s) => s.unsaved);
+  const runs = useRunSession((s) => s.runs);
+  const tabs = tabViews(order, active, { meta, unsaved }, parked, runs);
 
   return (
     <nav className="tab-bar" role="tablist" aria-label={t('tabs.label')} data-testid="tab-bar">
@@ -46,10 +50,10 @@ export function TabBar() {
           data-active={tab.id === active}
           title={tab.name}
           onMouseDown={(e) => {
-            if (e.button === 0) a.switchTab(tab.id);
+            if (e.button === 0) useDocument.getState().switchTab(tab.id);
           }}
           onAuxClick={(e) => {
-            if (e.button === 1) a.closeTab(tab.id);
+            if (e.button === 1) closeTab(tab.id);
           }}
         >
           {tab.running && <span className="tab-running" aria-hidden="true" />}
@@ -61,13 +65,13 @@ export function TabBar() {
             data-testid={`tab-close-${tab.id}`}
             aria-label={t('tabs.close', { name: tab.name })}
             onMouseDown={(e) => e.stopPropagation()}
-            onClick={() => a.closeTab(tab.id)}
+            onClick={() => closeTab(tab.id)}
           >
             ×
           </button>
         </div>
       ))}
-      <button type="button" className="icon tab-new" data-testid="tab-new" title={t('tabs.new')} aria-label={t('tabs.new')} onClick={() => void a.newTab()}>
+      <button type="button" className="icon tab-new" data-testid="tab-new" title={t('tabs.new')} aria-label={t('tabs.new')} onClick={() => void newTab()}>
         +
       </button>
     </nav>

@@ -1,10 +1,10 @@
 import { useT } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useMessages } from '../store/messages';
 
 export function Toasts() {
   const t = useT();
-  const toasts = useEditor((s) => s.toasts);
-  const dismiss = useEditor((s) => s.dismissToast);
+  const toasts = useMessages((s) => s.toasts);
+  const dismiss = useMessages((s) => s.dismissToast);
   return (
     <div className="toasts" data-testid="toasts" aria-live="assertive">
       {toasts.map((x) => (

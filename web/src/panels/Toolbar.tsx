@@ -1,7 +1,12 @@
 import { useRef, type ChangeEvent } from 'react';
 import type { DeviceEntry } from '../api/types';
 import { t, useT } from '../i18n';
-import { useEditor } from '../store/editorStore';
+import { useCatalogue } from '../store/catalogue';
+import { useDocument } from '../store/document';
+import { importFile, newGraph, saveGraph } from '../store/editor';
+import { usePanels } from '../store/panels';
+import { usePreferences } from '../store/preferences';
+import { useRunSession, useShownRun } from '../store/runSession';
 import { RecordOutputsToggle } from '../inspector/Inspector';
 import { ServerPanelToggle } from './ServerPanel';
 
@@ -35,30 +40,32 @@ export function fileNameFor(name: string): string {
 
 export function Toolbar() {
   const t = useT();
-  const name = useEditor((s) => s.meta.name);
-  const description = useEditor((s) => s.meta.description);
-  const unsaved = useEditor((s) => s.unsaved);
-  const phase = useEditor((s) => s.run.phase);
-  const status = useEditor((s) => s.status);
-  const socket = useEditor((s) => s.socket);
-  const devices = useEditor((s) => s.devices);
-  const device = useEditor((s) => s.device);
-  const theme = useEditor((s) => s.theme);
-  const canUndo = useEditor((s) => s.history.past.length > 0);
-  const canRedo = useEditor((s) => s.history.future.length > 0);
-  const a = useEditor.getState();
+  const name = useDocument((s) => s.meta.name);
+  const description = useDocument((s) => s.meta.description);
+  const unsaved = useDocument((s) => s.unsaved);
+  const phase = useShownRun((r) => r.phase);
+  const status = useCatalogue((s) => s.status);
+  const socket = useRunSession((s) => s.socket);
+  const devices = useCatalogue((s) => s.devices);
+  const device = useDocument((s) => s.device);
+  const theme = usePreferences((s) => s.theme);
+  const canUndo = useDocument((s) => s.history.past.length > 0);
+  const canRedo = useDocument((s) => s.history.future.length > 0);
+  const doc = useDocument.getState();
+  const run = useRunSession.getState();
+  const panels = usePanels.getState();
   const fileInput = useRef<HTMLInputElement>(null);
 
   const onImport = async (e: ChangeEvent<HTMLInputElement>) => {
     const file = e.target.files?.[0];
     e.target.value = '';
-    if (file) await a.importFile(file);
+    if (file) await importFile(file);
   };
 
   const onExport = () => {
-    const graph = a.exportGraph();
+    const graph = doc.exportGraph();
     download(fileNameFor(graph.name ?? ''), `${JSON.stringify(graph, null, 2)}\n`);
-    a.markExported();
+    doc.markExported();
   };
 
   const running = phase !== 'idle';
@@ -74,7 +81,7 @@ export function Toolbar() {
         placeholder={t('graph.untitled')}
         title={description || undefined}
         value={name}
-        onChange={(e) => a.setGraphName(e.target.value)}
+        onChange={(e) => doc.setGraphName(e.target.value)}
       />
       {unsaved && (
         <span className="unsaved" title={t('toolbar.unsaved')}>
@@ -82,13 +89,13 @@ export function Toolbar() {
         </span>
       )}
       <div className="tool-group">
-        <button type="button" data-testid="files" onClick={() => a.setFilesOpen(true)}>
+        <button type="button" data-testid="files" onClick={() => panels.setFilesOpen(true)}>
           {t('toolbar.open')}
         </button>
-        <button type="button" data-testid="new-graph" onClick={() => void a.newGraph()}>
+        <button type="button" data-testid="new-graph" onClick={() => void newGraph()}>
           {t('toolbar.new')}
         </button>
-        <button type="button" data-testid="save" onClick={() => void a.saveGraph()} disabled={status !== 'ready'}>
+        <button type="button" data-testid="save" onClick={() => void saveGraph()} disabled={status !== 'ready'}>
           {t('toolbar.save')}
         </button>
         <button type="button" data-testid="import" onClick={() => fileInput.current?.click()}>
@@ -109,16 +116,16 @@ export function Toolbar() {
         </button>
       </div>
       <div className="tool-group">
-        <button type="button" className="icon" data-testid="undo" onClick={() => a.undo()} disabled={!canUndo} title={`${t('edit.undo')} (Ctrl+Z)`} aria-label={t('edit.undo')}>
+        <button type="button" className="icon" data-testid="undo" onClick={() => doc.undo()} disabled={!canUndo} title={`${t('edit.undo')} (Ctrl+Z)`} aria-label={t('edit.undo')}>
           ↶
         </button>
-        <button type="button" className="icon" data-testid="redo" onClick={() => a.redo()} disabled={!canRedo} title={`${t('edit.redo')} (Ctrl+Shift+Z)`} aria-label={t('edit.redo')}>
+        <button type="button" className="icon" data-testid="redo" onClick={() => doc.redo()} disabled={!canRedo} title={`${t('edit.redo')} (Ctrl+Shift+Z)`} aria-label={t('edit.redo')}>
           ↷
         </button>
-        <button type="button" data-testid="tidy" onClick={() => void a.tidyUp()} title={t('toolbar.tidyHint')}>
+        <button type="button" data-testid="tidy" onClick={() => void doc.tidyUp()} title={t('toolbar.tidyHint')}>
           {t('toolbar.tidy')}
         </button>
-        <button type="button" data-testid="validate" onClick={() => void a.validate()} disabled={status !== 'ready'}>
+        <button type="button" data-testid="validate" onClick={() => void run.validate()} disabled={status !== 'ready'}>
           {t('toolbar.validate')}
         </button>
       </div>
@@ -128,7 +135,7 @@ export function Toolbar() {
         <select
           data-testid="device-select"
           value={device}
-          onChange={(e) => a.setDevice(e.target.value)}
+          onChange={(e) => doc.setDevice(e.target.value)}
           title={t('toolbar.deviceHint')}
         >
           {!deviceListed && <option value={device}>{device}</option>}
@@ -144,12 +151,12 @@ export function Toolbar() {
         type="button"
         className="run"
         data-testid="run"
-        onClick={() => void a.runGraph()}
+        onClick={() => void run.runGraph()}
         disabled={running || status !== 'ready'}
       >
         ▶ {phase === 'starting' ? t('toolbar.starting') : phase === 'running' ? t('toolbar.running') : t('toolbar.run')}
       </button>
-      <button type="button" className="stop" data-testid="stop" onClick={() => a.stopRun()} disabled={!running}>
+      <button type="button" className="stop" data-testid="stop" onClick={() => run.stopRun()} disabled={!running}>
         ■ {phase === 'stopping' ? t('toolbar.stopping') : t('toolbar.stop')}
       </button>
       <ServerPanelToggle />
@@ -164,7 +171,7 @@ export function Toolbar() {
         type="button"
         data-testid="settings"
         className="icon"
-        onClick={() => a.setSettingsOpen(true)}
+        onClick={() => panels.setSettingsOpen(true)}
         title={t('settings.open')}
         aria-label={t('settings.open')}
       >
@@ -174,7 +181,7 @@ export function Toolbar() {
         type="button"
         data-testid="help"
         className="icon"
-        onClick={() => a.setHelpOpen(true)}
+        onClick={() => panels.setHelpOpen(true)}
         title={`${t('help.open')} (?)`}
         aria-label={t('help.open')}
       >
@@ -184,7 +191,7 @@ export function Toolbar() {
         type="button"
         data-testid="theme-toggle"
         className="icon"
-        onClick={() => a.setTheme(theme === 'dark' ? 'light' : 'dark')}
+        onClick={() => usePreferences.getState().setTheme(theme === 'dark' ? 'light' : 'dark')}
         title={theme === 'dark' ? t('toolbar.light') : t('toolbar.dark')}
         aria-label={theme === 'dark' ? t('toolbar.light') : t('toolbar.dark')}
       >

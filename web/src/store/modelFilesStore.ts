@@ -1,11 +1,11 @@
-// Uploading and deleting model files. The list itself is the editor store's
+// Uploading and deleting model files. The list itself is the catalogue's
 // `models` (what file params offer), refreshed after each change so a
 // ModelLoader's file menu shows it at once.
 import { create } from 'zustand';
 import { deleteModel, uploadModel } from '../api/server';
 import { t } from '../i18n';
 import { formatBytes } from './serverRows';
-import { useEditor } from './editorStore';
+import { useCatalogue } from './catalogue';
 
 export interface ModelFilesState {
   /** The fraction sent of the file being uploaded; null when none is. */
@@ -33,7 +33,7 @@ export const useModelFiles = create<ModelFilesState>()((set, get) => ({
     } finally {
       set({ progress: null });
     }
-    await useEditor.getState().refreshLists();
+    await useCatalogue.getState().refreshLists();
   },
 
   async remove(name) {
@@ -43,6 +43,6 @@ export const useModelFiles = create<ModelFilesState>()((set, get) => ({
     } catch (e) {
       set({ result: { level: 'error', text: t('models.deleteFailed', { name, error: describe(e) }) } });
     }
-    await useEditor.getState().refreshLists();
+    await useCatalogue.getState().refreshLists();
   },
 }));

@@ -16,7 +16,7 @@ import {
 } from '../api/server';
 import { t } from '../i18n';
 import { runsNeedingDetail, type KnownDetail } from './serverRows';
-import { useEditor } from './editorStore';
+import { useDocument } from './document';
 import { createPoller } from './poller';
 
 export const POLL_MS = 2000;
@@ -52,7 +52,7 @@ export interface ServerState {
 
 /** The state scope the editor's runs of the open graph use (its execute message's graph_id). */
 export function openGraphStateId(): string {
-  return useEditor.getState().meta.name || 'editor';
+  return useDocument.getState().meta.name || 'editor';
 }
 
 const describe = (e: unknown) => (e instanceof Error ? e.message : String(e));

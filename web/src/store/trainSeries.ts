@@ -3,7 +3,7 @@
 // beside them (precision, effective batch size, speed, peak memory). Pure:
 // every function returns a new value and leaves its argument as it was.
 import type { ProgressEvent } from '../api/types';
-import { append, emptyColumn, last, type Column } from '../charts/column';
+import { append, emptyColumn, last, type Column } from './column';
 
 /** x ascending (strictly), y beside it. */
 export interface XYSeries {

@@ -26,3 +26,10 @@ export function searchFor(source: GraphSource, current = ''): string {
   const s = q.toString();
   return s ? `?${s}` : '';
 }
+
+/** Puts `source` into the page's address (without a new history entry); nothing outside a browser. */
+export function showInAddress(source: GraphSource): void {
+  if (typeof window === 'undefined' || !window.history) return;
+  const search = searchFor(source, window.location.search);
+  if (search !== window.location.search) window.history.replaceState(null, '', `${window.location.pathname}${search}`);
+}

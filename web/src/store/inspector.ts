@@ -1,6 +1,6 @@
-// The inspector's own small store: whether runs record their outputs, which
-// run did, and what was fetched of it (lazily: the list on the first hover or
-// inspection, each port when it is shown).
+// The inspector's store (its views are in src/inspector/): whether runs
+// record their outputs, which run did, and what was fetched of it (lazily:
+// the list on the first hover or inspection, each port when it is shown).
 import { create } from 'zustand';
 import { ApiError } from '../api/rest';
 import { deleteRunOutputs, fetchOutput, listRunOutputs, type OutputData, type RunOutputRef } from '../api/outputs';

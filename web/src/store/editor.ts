@@ -1,0 +1,238 @@
+// The editor's actions that span its stores: starting up, opening graphs
+// (files, examples, saved graphs, drafts) into tabs, saving, closing a tab,
+// editing a param, and the default device. It also keeps the page's address
+// and this browser's drafts in step with the document, and resets every
+// store for tests.
+import * as api from '../api';
+import { anyOverlap, estimateSize } from '../graph/geometry';
+import { emptyGraph, GraphFileError, graphToFlow } from '../graph/graphJson';
+import { nodeShape, sizeOf } from '../graph/placement';
+import { inWords, t } from '../i18n';
+import { initialCatalogue, useCatalogue } from './catalogue';
+import { initialDocument, isBlankDoc, useDocument } from './document';
+import { draftKey, keepDrafts, readDrafts, writeDraft } from './drafts';
+import { describeError, initialMessages, useMessages, type MessageLevel } from './messages';
+import { initialPanels, usePanels } from './panels';
+import { initialPreferences, usePreferences } from './preferences';
+import { initialRunSession, useRunSession } from './runSession';
+import { showInAddress, sourceFromSearch, type GraphSource } from './url';
+
+export type { GraphSource };
+
+const say = (level: MessageLevel, text: string) => useMessages.getState().say(level, text);
+/** A failure that needs seeing: a toast, and the same line in the messages panel. */
+const complain = (text: string) => {
+  useMessages.getState().toast('error', text);
+  say('error', text);
+};
+
+// The address names the shown graph; the shown graph's unsaved edits are kept in this browser.
+useDocument.subscribe((s, prev) => {
+  if (s.source !== prev.source) showInAddress(s.source);
+});
+const drafts = keepDrafts();
+
+/** Loads the catalogue, opens the graph the address (or a draft) names, and connects; once per page. */
+export function init(): Promise<void> {
+  const started = useCatalogue.getState().startup;
+  if (started) return started;
+  const startup = startUp();
+  useCatalogue.setState({ startup });
+  return startup;
+}
+
+async function startUp(): Promise<void> {
+  if (await useCatalogue.getState().load()) {
+    const { devices, serverDevice } = useCatalogue.getState();
+    useDocument.getState().setDevice(usePreferences.getState().settleDefaultDevice(devices, serverDevice));
+  }
+  void useCatalogue.getState().refreshLists();
+  const wanted: GraphSource = typeof window === 'undefined' ? { kind: 'new' } : sourceFromSearch(window.location.search);
+  const draft = readDrafts()[draftKey(wanted)];
+  // A graph the person opened while the catalogue loaded (an import) stays: nothing is opened over it.
+  const doc = useDocument.getState();
+  const openedMeanwhile = doc.source.kind !== 'new' || doc.nodes.length > 0;
+  if (openedMeanwhile) {
+    // (the address's graph, if any, can still be opened from Open…)
+  } else if (draft && (await openGraph(draft.graph, draft.source))) {
+    useDocument.getState().markUnsaved();
+    say('info', t('draft.restored', { time: new Date(draft.at).toLocaleTimeString() }));
+  } else if (wanted.kind === 'example') await openExample(wanted.path);
+  else if (wanted.kind === 'saved') await openSaved(wanted.name);
+  else await newGraph();
+  if (useCatalogue.getState().status === 'ready') useRunSession.getState().connect().catch(() => undefined);
+}
+
+/** Opens a graph in a new tab (or in the shown tab when it holds nothing worth keeping); false when it is not a graph. */
+export async function openGraph(json: unknown, source: GraphSource, where: 'auto' | 'newTab' = 'auto'): Promise<boolean> {
+  let flow;
+  try {
+    flow = graphToFlow(json);
+  } catch (e) {
+    complain(e instanceof GraphFileError ? t('file.cannotOpen', { error: inWords(e.problem) }) : describeError(e));
+    return false;
+  }
+  let nodes = flow.nodes;
+  const sized = { defs: useCatalogue.getState().defs, edges: flow.edges };
+  const boxes = nodes.map((n) => ({ id: n.id, ...n.position, ...estimateSize(nodeShape(sized, n)) }));
+  const overlapping = flow.unplaced.length === 0 && anyOverlap(boxes);
+  const laidOut = flow.unplaced.length > 0 || overlapping;
+  if (laidOut) {
+    const { layoutPositions } = await import('../graph/layout');
+    const placed = layoutPositions(
+      nodes.map((n) => ({ id: n.id, size: sizeOf(sized, n, false) })),
+      flow.edges,
+    );
+    nodes = nodes.map((n) => ({ ...n, position: placed.get(n.id) ?? n.position }));
+  }
+  // A graph opens in a tab of its own, unless the shown tab holds nothing worth keeping.
+  const doc = useDocument.getState();
+  const runs = useRunSession.getState();
+  const newTab = where === 'newTab' || !isBlankDoc(doc) || runs.runOf(doc.activeTab).phase !== 'idle';
+  if (!newTab) runs.resetRun(doc.activeTab);
+  doc.show(
+    {
+      meta: flow.meta,
+      source,
+      nodes,
+      edges: flow.edges,
+      measureCheck: nodes.length === 0 ? null : laidOut ? 'laidOut' : 'check',
+    },
+    newTab,
+  );
+  if (source.kind !== 'new') {
+    say('info', t('file.opened', { name: flow.meta.name || t('graph.untitled'), nodes: nodes.length }));
+    if (overlapping) say('info', t('file.laidOut'));
+  }
+  return true;
+}
+
+/** Shows the tab that already holds the graph from `source`; false when none does. */
+function showOpen(source: GraphSource): boolean {
+  const doc = useDocument.getState();
+  const tab = doc.tabOf(source);
+  if (tab === null) return false;
+  doc.switchTab(tab);
+  return true;
+}
+
+export async function openExample(path: string): Promise<void> {
+  if (showOpen({ kind: 'example', path })) return;
+  try {
+    await openGraph(await api.loadExample(path), { kind: 'example', path });
+  } catch (e) {
+    complain(t('file.exampleFailed', { path, error: describeError(e) }));
+    if (useDocument.getState().nodes.length === 0) await newGraph();
+  }
+}
+
+export async function openSaved(name: string): Promise<void> {
+  if (showOpen({ kind: 'saved', name })) return;
+  try {
+    await openGraph(await api.loadGraph(name), { kind: 'saved', name });
+  } catch (e) {
+    complain(t('file.graphFailed', { name, error: describeError(e) }));
+    if (useDocument.getState().nodes.length === 0) await newGraph();
+  }
+}
+
+export async function importFile(file: File): Promise<void> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await file.text());
+  } catch (e) {
+    complain(t('file.cannotOpen', { error: t('file.notJson', { name: file.name, error: describeError(e) }) }));
+    return;
+  }
+  await openGraph(json, { kind: 'file', filename: file.name });
+}
+
+export async function newGraph(): Promise<void> {
+  await openGraph(emptyGraph(t('graph.untitled')), { kind: 'new' });
+}
+
+/** A new tab with a fresh graph. */
+export async function newTab(): Promise<void> {
+  await openGraph(emptyGraph(t('graph.untitled')), { kind: 'new' }, 'newTab');
+}
+
+/** The file name the server saves a graph name under (graph_routes.cpp's sanitize_name). */
+export function fileStem(name: string): string {
+  let out = '';
+  for (const c of name) out += /^[A-Za-z0-9_-]$/.test(c) || c.codePointAt(0)! >= 0x80 ? c : '_';
+  return out;
+}
+
+export async function saveGraph(): Promise<void> {
+  const graph = useDocument.getState().exportGraph();
+  if (!graph.name) {
+    useMessages.getState().toast('warning', t('save.needName'));
+    return;
+  }
+  try {
+    let res;
+    const source = useDocument.getState().source;
+    // Saving the graph that was opened from the server under this name again replaces it without asking.
+    const same = source.kind === 'saved' && source.name === fileStem(graph.name);
+    try {
+      res = await api.saveGraph(graph, same);
+    } catch (e) {
+      if (!(e instanceof api.ApiError) || e.status !== 409) throw e;
+      const ok = typeof window !== 'undefined' && window.confirm(t('save.replace', { name: graph.name }));
+      if (!ok) return;
+      res = await api.saveGraph(graph, true);
+    }
+    useDocument.getState().markSaved({ kind: 'saved', name: res.file });
+    useMessages.getState().toast('info', t('save.done', { name: graph.name }));
+    say('info', t('save.doneAt', { name: graph.name, path: res.path }));
+    void useCatalogue.getState().refreshLists();
+  } catch (e) {
+    complain(t('save.failed', { error: describeError(e) }));
+  }
+}
+
+/** Closes a tab (asking first when it has unsaved changes); false when it stays open. */
+export function closeTab(id: number): boolean {
+  const doc = useDocument.getState();
+  const closing = doc.docOf(id);
+  if (!closing) return false;
+  const runs = useRunSession.getState();
+  if (runs.runOf(id).phase !== 'idle') {
+    useMessages.getState().toast('warning', t('tabs.running'));
+    return false;
+  }
+  const name = closing.meta.name || t('graph.untitled');
+  if (closing.unsaved && typeof window !== 'undefined' && !window.confirm(t('tabs.closeUnsaved', { name }))) return false;
+  if (closing.unsaved) writeDraft(draftKey(closing.source), null);
+  const last = doc.tabOrder.every((x) => x === id);
+  runs.forgetTab(id);
+  doc.removeTab(id);
+  // The last tab closes into a fresh graph.
+  if (last) void newGraph();
+  return true;
+}
+
+/** Sets a param's value; the run's mark on that param (a problem the server found) goes with the old value. */
+export function setParam(nodeId: string, name: string, value: unknown): void {
+  const doc = useDocument.getState();
+  useRunSession.getState().clearParamIssue(doc.activeTab, nodeId, name);
+  doc.setParam(nodeId, name, value);
+}
+
+/** The settings' default device (remembered in this browser); the shown graph follows it too. */
+export function setDefaultDevice(device: string): void {
+  usePreferences.getState().setDefaultDevice(device);
+  useDocument.getState().setDevice(device);
+}
+
+/** For tests: every store of the editor back to its first state (the socket closed, nothing waiting). */
+export function resetEditorForTests(): void {
+  useRunSession.getState().disconnect();
+  useRunSession.setState(initialRunSession());
+  useDocument.setState(initialDocument());
+  useCatalogue.setState(initialCatalogue());
+  useMessages.setState(initialMessages());
+  usePreferences.setState(initialPreferences());
+  usePanels.setState(initialPanels());
+  drafts.cancel();
+}
