@@ -1,7 +1,7 @@
 // The editor in Traditional Chinese: switched from the toolbar, kept across a
 // reload, and used for a whole run; then the light theme after a run.
 // Screenshots land in e2e-results/ for a person to look at.
-import { expect, test, type Page } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
 import { chooseLanguage, setParam, shot } from './helpers';
 

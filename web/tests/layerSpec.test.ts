@@ -13,10 +13,10 @@ import {
   setLayerParam,
   specOfChain,
   specValue,
+  layerParamFromText,
   type Chain,
   type LayerSpec,
 } from '../src/graph/layerSpec';
-import { layerParamFromText } from '../src/nodes/LayerEditor';
 import { exampleGraphs } from './helpers';
 
 /** The fashion-mnist example's layers value: JSON text, as CodefyUI stores it. */

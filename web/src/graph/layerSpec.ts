@@ -3,6 +3,7 @@
 // as a list, or anything else (branches, merges), shown read-only. Pure
 // functions: every edit returns a new chain, and specOfChain writes the
 // nodes and edges back so they always agree.
+import type { LayerParamDefinition } from '../api/layers';
 
 export interface SpecPort {
   id: string;
@@ -212,5 +213,17 @@ export function guessInputShape(
       return [16, int(p.embed_dim) ?? 1];
     default:
       return [1, 28, 28];
+  }
+}
+
+/** What a param's text becomes: JSON when it reads as JSON (3, [3, 5], null, true), else the text itself ("same", "64,7,7"). */
+export function layerParamFromText(def: LayerParamDefinition, text: string): { ok: true; value: unknown } | { ok: false } {
+  const s = text.trim();
+  if (s === '') return def.required ? { ok: false } : { ok: true, value: undefined };
+  if (def.param_type === 'string') return { ok: true, value: text };
+  try {
+    return { ok: true, value: JSON.parse(s) as unknown };
+  } catch {
+    return { ok: true, value: s };
   }
 }

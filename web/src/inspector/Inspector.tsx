@@ -61,10 +61,12 @@ export function EdgeTooltip({ source, port, x, y }: { source: string; port: stri
   const list = useOutputList(runId);
   const row = isLoaded(list) ? list.find((r) => r.node_id === source && r.port === port) : undefined;
   const req = row ? tooltipRequest(row) : null;
-  const data = useInspector((s) => (runId && req ? s.outputs[outputKey(runId, { nodeId: source, port }, req.slice)] : undefined));
+  const slice = req?.slice;
+  const maxElements = req?.maxElements;
+  const data = useInspector((s) => (runId && slice !== undefined ? s.outputs[outputKey(runId, { nodeId: source, port }, slice)] : undefined));
   useEffect(() => {
-    if (runId && req) useInspector.getState().loadOutput(runId, { nodeId: source, port }, req);
-  }, [runId, source, port, req?.slice, req?.maxElements]);
+    if (runId && slice !== undefined) useInspector.getState().loadOutput(runId, { nodeId: source, port }, { slice, maxElements });
+  }, [runId, source, port, slice, maxElements]);
 
   if (!runId || typeof document === 'undefined') return null;
   let title = port;
@@ -141,10 +143,12 @@ function TensorView({ runId, port, shape }: { runId: string; port: PortRef; shap
   const t = useT();
   const leading = useInspector((s) => s.leading);
   const req = tensorRequest(shape, leading);
-  const data = useInspector((s) => s.outputs[outputKey(runId, port, req.slice)]);
+  const { slice, maxElements } = req;
+  const { nodeId, port: name } = port;
+  const data = useInspector((s) => s.outputs[outputKey(runId, port, slice)]);
   useEffect(() => {
-    useInspector.getState().loadOutput(runId, port, req);
-  }, [runId, port.nodeId, port.port, req.slice, req.maxElements]);
+    useInspector.getState().loadOutput(runId, { nodeId, port: name }, { slice, maxElements });
+  }, [runId, nodeId, name, slice, maxElements]);
 
   if (data === undefined || data === 'loading') return <p className="muted">{t('inspector.loading')}</p>;
   if (!isLoaded(data)) return <p className="inspector-error">{t('inspector.failed', { error: data.error })}</p>;
@@ -233,9 +237,10 @@ function TensorView({ runId, port, shape }: { runId: string; port: PortRef; shap
 function SummaryView({ runId, port }: { runId: string; port: PortRef }) {
   const t = useT();
   const data = useInspector((s) => s.outputs[outputKey(runId, port, '')]);
+  const { nodeId, port: name } = port;
   useEffect(() => {
-    useInspector.getState().loadOutput(runId, port, { slice: '' });
-  }, [runId, port.nodeId, port.port]);
+    useInspector.getState().loadOutput(runId, { nodeId, port: name }, { slice: '' });
+  }, [runId, nodeId, name]);
 
   if (data === undefined || data === 'loading') return <p className="muted">{t('inspector.loading')}</p>;
   if (!isLoaded(data)) return <p className="inspector-error">{t('inspector.failed', { error: data.error })}</p>;

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { createPortal } from 'react-dom';
-import type { LayerParamDefinition, LayerTypeDefinition, ShapeTraceResponse } from '../api/layers';
+import type { ShapeTraceResponse } from '../api/layers';
 import {
   chainOf,
   formatShape,
@@ -17,16 +17,17 @@ import {
   type Chain,
   type SpecNode,
 } from '../graph/layerSpec';
-import { t, useLocale, type MessageKey } from '../i18n';
+import { t, useLocale } from '../i18n';
 import { localizeLayerType } from '../i18n/nodeText';
 import { useDocument } from '../store/document';
 import { useLayerStore } from '../store/layerStore';
 import '../styles/layers.css';
+import { AddLayer } from './AddLayer';
+import { count, LayerRow } from './LayerRow';
+import { RawSpec } from './RawSpec';
 
 /** How long the spec must stay unchanged before its shapes are asked for. */
 const TRACE_DELAY_MS = 300;
-
-const count = (n: number) => n.toLocaleString('en-US');
 
 /** In the side panel, for SequentialModel's `layers`: opens the layer editor. */
 export function LayerEditorLauncher(props: { nodeId: string; value: unknown; onChange(value: unknown): void }) {
@@ -57,20 +58,6 @@ interface LayerEditorProps {
   onClose(): void;
 }
 
-/** The server's layer categories with a translation (others are shown as the server names them). */
-const LAYER_CATEGORY_LABEL: Record<string, MessageKey> = {
-  Activation: 'layers.category.activation',
-  Attention: 'layers.category.attention',
-  Convolution: 'layers.category.convolution',
-  Linear: 'layers.category.linear',
-  Merge: 'layers.category.merge',
-  Normalization: 'layers.category.normalization',
-  Pooling: 'layers.category.pooling',
-  Recurrent: 'layers.category.recurrent',
-  Regularization: 'layers.category.regularization',
-  Utility: 'layers.category.utility',
-};
-
 /**
  * SequentialModel's layers as a list in evaluation order, each with its
  * params, output shape and weight count for a sample input (from the
@@ -91,11 +78,14 @@ export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorPro
     const nodes = useDocument.getState().nodes.map((n) => ({ type: n.data.nodeType, params: n.data.params }));
     return guessInputShape(nodes, parsed.ok ? parsed.spec : null).join(', ');
   });
-  const inputShape = parseShapeText(shapeText);
-  const shapeKey = inputShape?.join(',') ?? '';
+  const shapeKey = parseShapeText(shapeText)?.join(',') ?? '';
+  /** The sample's sizes (null when the text is not a shape): the same array while the sizes stay the same. */
+  const inputShape = useMemo(() => (shapeKey ? shapeKey.split(',').map(Number) : null), [shapeKey]);
   const [trace, setTrace] = useState<ShapeTraceResponse | null>(null);
   const [traceProblem, setTraceProblem] = useState<string | null>(null);
-  const [computing, setComputing] = useState(false);
+  /** The spec and sample the shown trace (or its problem) answers. */
+  const [answered, setAnswered] = useState<{ spec: typeof parsed; shape: number[] } | null>(null);
+  const computing = parsed.ok && inputShape !== null && (answered?.spec !== parsed || answered.shape !== inputShape);
   const [selected, setSelected] = useState<number | null>(null);
   const dialog = useRef<HTMLDivElement>(null);
 
@@ -113,7 +103,6 @@ export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorPro
   useEffect(() => {
     if (!parsed.ok || !inputShape) return;
     const abort = new AbortController();
-    setComputing(true);
     const timer = window.setTimeout(() => {
       useLayerStore
         .getState()
@@ -128,16 +117,14 @@ export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorPro
           setTraceProblem(e instanceof Error ? e.message : String(e));
         })
         .finally(() => {
-          if (!abort.signal.aborted) setComputing(false);
+          if (!abort.signal.aborted) setAnswered({ spec: parsed, shape: inputShape });
         });
     }, TRACE_DELAY_MS);
     return () => {
       window.clearTimeout(timer);
       abort.abort();
-      setComputing(false);
     };
-    // The spec's text and the shape's text are what change; the parsed objects are derived from them.
-  }, [parsed, shapeKey]);
+  }, [parsed, inputShape]);
 
   const byType = useMemo(() => new Map(types.map((d) => [d.type, d])), [types]);
   const traced = new Map((trace?.nodes ?? []).map((n) => [n.id, n]));
@@ -282,264 +269,6 @@ export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorPro
           </>
         )}
       </div>
-    </div>
-  );
-}
-
-interface LayerRowProps {
-  index: number;
-  layer: SpecNode;
-  def: LayerTypeDefinition | undefined;
-  shape: number[] | null;
-  params: number | null;
-  error: string | null;
-  errorParam: string | null;
-  editable: boolean;
-  selected: boolean;
-  last: boolean;
-  onSelect(): void;
-  onParam(name: string, value: unknown): void;
-  onMove(delta: number): void;
-  onRemove(): void;
-}
-
-function LayerRow(p: LayerRowProps) {
-  const [more, setMore] = useState(false);
-  const given = p.layer.params ?? {};
-  const defs = p.def?.params ?? [];
-  const shown = defs.filter((d) => d.required || d.name in given || d.name === p.errorParam);
-  const folded = defs.filter((d) => !shown.includes(d));
-  // Params the type does not list (a typo, or a server without /api/layers) still show, as text.
-  const unknown = Object.keys(given).filter((k) => !defs.some((d) => d.name === k));
-  const field = (d: LayerParamDefinition) => (
-    <LayerParamField
-      key={d.name}
-      def={d}
-      value={given[d.name]}
-      testId={`layer-param-${p.index}-${d.name}`}
-      disabled={!p.editable}
-      onChange={(v) => p.onParam(d.name, v)}
-    />
-  );
-  return (
-    <li
-      className={`layer-row${p.error ? ' failed' : ''}${p.selected ? ' selected' : ''}`}
-      data-testid={`layer-row-${p.index}`}
-      data-layer-id={p.layer.id}
-      data-type={p.layer.type}
-      data-shape={p.shape ? p.shape.join(',') : ''}
-      data-error={p.error ? 'true' : 'false'}
-      aria-selected={p.selected}
-      onClick={p.onSelect}
-    >
-      <div className="layer-head">
-        <span className="layer-index">{p.index + 1}</span>
-        <strong className="layer-type">{p.layer.type}</strong>
-        <span className="muted layer-id">{p.layer.id}</span>
-        <span className="layer-shape" title={p.shape ? p.shape.join(', ') : ''}>
-          {p.shape ? formatShape(p.shape) : t('layers.noShape')}
-        </span>
-        <span className="layer-count muted">{p.params !== null ? t('layers.params', { count: count(p.params) }) : ''}</span>
-        {p.editable && (
-          <span className="layer-actions">
-            <button type="button" className="icon" data-testid={`layer-up-${p.index}`} disabled={p.index === 0}
-              onClick={(e) => { e.stopPropagation(); p.onMove(-1); }} aria-label={t('layers.up')} title={t('layers.up')}>
-              ↑
-            </button>
-            <button type="button" className="icon" data-testid={`layer-down-${p.index}`} disabled={p.last}
-              onClick={(e) => { e.stopPropagation(); p.onMove(1); }} aria-label={t('layers.down')} title={t('layers.down')}>
-              ↓
-            </button>
-            <button type="button" className="icon" data-testid={`layer-remove-${p.index}`}
-              onClick={(e) => { e.stopPropagation(); p.onRemove(); }} aria-label={t('layers.remove')} title={t('layers.remove')}>
-              ×
-            </button>
-          </span>
-        )}
-      </div>
-      {(shown.length > 0 || unknown.length > 0 || folded.length > 0) && (
-        <div className="layer-params">
-          {shown.map(field)}
-          {unknown.map((name) =>
-            field({ name, param_type: 'string', default: null, description: '', options: [], min_value: null, max_value: null, required: false }),
-          )}
-          {more && folded.map(field)}
-          {folded.length > 0 && (
-            <button type="button" className="link layer-more" data-testid={`layer-more-${p.index}`}
-              onClick={(e) => { e.stopPropagation(); setMore(!more); }}>
-              {more ? t('layers.less') : t('layers.more', { count: folded.length })}
-            </button>
-          )}
-        </div>
-      )}
-      {p.error && (
-        <div className="layer-row-error" role="alert">
-          {p.error}
-        </div>
-      )}
-    </li>
-  );
-}
-
-/** What a param's text becomes: JSON when it reads as JSON (3, [3, 5], null, true), else the text itself ("same", "64,7,7"). */
-export function layerParamFromText(def: LayerParamDefinition, text: string): { ok: true; value: unknown } | { ok: false } {
-  const s = text.trim();
-  if (s === '') return def.required ? { ok: false } : { ok: true, value: undefined };
-  if (def.param_type === 'string') return { ok: true, value: text };
-  try {
-    return { ok: true, value: JSON.parse(s) as unknown };
-  } catch {
-    return { ok: true, value: s };
-  }
-}
-
-const textOf = (v: unknown) => (v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v));
-
-function LayerParamField(p: {
-  def: LayerParamDefinition;
-  value: unknown;
-  testId: string;
-  disabled: boolean;
-  onChange(value: unknown): void;
-}) {
-  const { def, value } = p;
-  const [draft, setDraft] = useState(textOf(value));
-  const [focused, setFocused] = useState(false);
-  const [bad, setBad] = useState(false);
-  useEffect(() => {
-    if (!focused) {
-      setDraft(textOf(value));
-      setBad(false);
-    }
-  }, [value, focused]);
-  const hint = [def.description, def.default !== null && !def.required ? t('layers.defaultHint', { value: textOf(def.default) }) : '']
-    .filter(Boolean)
-    .join(' · ');
-  let control;
-  if (def.param_type === 'bool') {
-    control = (
-      <input
-        type="checkbox"
-        data-testid={p.testId}
-        disabled={p.disabled}
-        checked={(value ?? def.default) === true}
-        onChange={(e) => p.onChange(e.target.checked)}
-      />
-    );
-  } else if (def.param_type === 'select') {
-    const current = typeof value === 'string' ? value : String(def.default ?? '');
-    const options = def.options.includes(current) ? def.options : [...def.options, current];
-    control = (
-      <select data-testid={p.testId} disabled={p.disabled} value={current} onChange={(e) => p.onChange(e.target.value)}>
-        {options.map((o) => (
-          <option key={o} value={o}>
-            {o}
-          </option>
-        ))}
-      </select>
-    );
-  } else {
-    control = (
-      <input
-        type="text"
-        data-testid={p.testId}
-        disabled={p.disabled}
-        value={draft}
-        placeholder={def.required ? '' : textOf(def.default)}
-        spellCheck={false}
-        onFocus={() => setFocused(true)}
-        onBlur={() => setFocused(false)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter') (e.target as HTMLInputElement).blur();
-        }}
-        onChange={(e) => {
-          setDraft(e.target.value);
-          const r = layerParamFromText(def, e.target.value);
-          setBad(!r.ok);
-          if (r.ok && JSON.stringify(r.value) !== JSON.stringify(value)) p.onChange(r.value);
-        }}
-      />
-    );
-  }
-  return (
-    <label className={`layer-param${bad ? ' invalid' : ''}`} title={hint || undefined} onClick={(e) => e.stopPropagation()}>
-      <span className="layer-param-name">{def.name}</span>
-      {control}
-    </label>
-  );
-}
-
-function AddLayer(p: {
-  types: LayerTypeDefinition[];
-  status: string;
-  after: string | null;
-  onAdd(def: LayerTypeDefinition): void;
-}) {
-  const layers = p.types.filter((d) => d.kind === 'layer');
-  const [type, setType] = useState('ReLU');
-  const def = layers.find((d) => d.type === type) ?? layers[0];
-  if (p.status === 'failed') return <p className="layer-problem">{t('layers.typesFailed')}</p>;
-  if (layers.length === 0) return <p className="muted">{t('layers.loadingTypes')}</p>;
-  const categories = [...new Set(layers.map((d) => d.category))];
-  return (
-    <div className="layer-add">
-      <label>
-        {t('layers.addType')}
-        <select data-testid="layer-add-type" value={def?.type ?? ''} onChange={(e) => setType(e.target.value)}>
-          {categories.map((c) => (
-            <optgroup key={c} label={LAYER_CATEGORY_LABEL[c] ? t(LAYER_CATEGORY_LABEL[c]) : c}>
-              {layers
-                .filter((d) => d.category === c)
-                .map((d) => (
-                  <option key={d.type} value={d.type}>
-                    {d.type}
-                  </option>
-                ))}
-            </optgroup>
-          ))}
-        </select>
-      </label>
-      <button type="button" data-testid="layer-add" disabled={!def} onClick={() => def && p.onAdd(def)}>
-        {p.after ? t('layers.add', { layer: p.after }) : t('layers.addFirst')}
-      </button>
-    </div>
-  );
-}
-
-/** The spec as JSON text; only text that parses reaches the graph. */
-function RawSpec(p: { value: unknown; onChange(value: unknown): void; problem: string | null }) {
-  const text = typeof p.value === 'string' ? p.value : JSON.stringify(p.value, null, 2);
-  const [draft, setDraft] = useState(text);
-  const [error, setError] = useState<string | null>(null);
-  const [focused, setFocused] = useState(false);
-  useEffect(() => {
-    if (!focused) {
-      setDraft(text);
-      setError(null);
-    }
-  }, [text, focused]);
-  return (
-    <div className="layer-raw">
-      {p.problem && <p className="layer-problem">{t('layers.notSpec', { error: p.problem })}</p>}
-      <textarea
-        data-testid="layer-raw"
-        value={draft}
-        rows={18}
-        spellCheck={false}
-        onFocus={() => setFocused(true)}
-        onBlur={() => setFocused(false)}
-        onChange={(e) => {
-          setDraft(e.target.value);
-          try {
-            const parsed = JSON.parse(e.target.value) as unknown;
-            setError(null);
-            p.onChange(typeof p.value === 'string' ? e.target.value : parsed);
-          } catch (err) {
-            setError(err instanceof Error ? err.message : String(err));
-          }
-        }}
-      />
-      {error && <p className="layer-problem">{t('layers.rawBad', { error })}</p>}
     </div>
   );
 }

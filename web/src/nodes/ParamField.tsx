@@ -1,6 +1,6 @@
-import { useEffect, useId, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import type { DeviceEntry, ModelFileEntry, ParamDefinition } from '../api/types';
-import { checkParamValue, coerceParam, displayValue, widgetOf } from '../graph/params';
+import { checkParamValue, coerceParam, displayValue, widgetOf, type ParamProblem } from '../graph/params';
 import { inWords, t, useLocale } from '../i18n';
 
 export interface ParamFieldProps {
@@ -22,14 +22,33 @@ export interface ParamFieldProps {
 
 /** One param's label and control, chosen by its type. */
 export function ParamField(props: ParamFieldProps) {
-  const { def, value, compact } = props;
+  const { def, value, compact, onInvalid } = props;
   const widget = widgetOf(def, value);
   const id = useId();
-  const [error, setLocalError] = useState<string | null>(null);
-  const setError = (e: string | null) => {
-    setLocalError(e);
-    props.onInvalid?.(e);
-  };
+  /** The text typed into a text field since it last showed the value; null: it shows the value. */
+  const [draft, setDraft] = useState<string | null>(null);
+  const [focused, setFocused] = useState(false);
+  /** Why the option picked in a select is refused. */
+  const [picked, setPicked] = useState<ParamProblem | null>(null);
+  // A value changed elsewhere (undo, the node's other field for this param) replaces text that is
+  // not being typed, and its complaint with it (set while rendering, so the old text never shows).
+  const [synced, setSynced] = useState(value);
+  if (!Object.is(synced, value)) {
+    setSynced(value);
+    if (!focused) setDraft(null);
+  }
+  useLocale(); // the complaint is put into words here: follow a language switch
+  const typed = draft === null ? null : coerceParam(def, draft);
+  const refusal = typed && !typed.ok ? typed.error : picked;
+  const error = refusal ? inWords(refusal) : null;
+  // Whoever listens (the run session: Run refuses while a field holds text that is not a good
+  // value) hears when this field's complaint comes or goes, not of every render.
+  const reported = useRef<string | null>(null);
+  useEffect(() => {
+    if (reported.current === error) return;
+    reported.current = error;
+    onInvalid?.(error);
+  }, [onInvalid, error]);
   const shown = error ?? props.issue ?? null;
   const limits = [
     def.min_value !== null && def.min_value !== undefined ? `≥ ${def.min_value}` : '',
@@ -45,7 +64,15 @@ export function ParamField(props: ParamFieldProps) {
         {def.name}
       </label>
       <div className="param-control">
-        <Control {...props} id={id} widget={widget} setError={setError} />
+        <Control
+          {...props}
+          id={id}
+          widget={widget}
+          draft={draft}
+          setDraft={setDraft}
+          setFocused={setFocused}
+          setPicked={setPicked}
+        />
       </div>
       {shown && (
         <div className="param-error" role="alert" title={shown}>
@@ -59,7 +86,12 @@ export function ParamField(props: ParamFieldProps) {
 interface ControlProps extends ParamFieldProps {
   id: string;
   widget: ReturnType<typeof widgetOf>;
-  setError(e: string | null): void;
+  /** A text field's typed text (null: it shows the value). */
+  draft: string | null;
+  setDraft(text: string | null): void;
+  setFocused(focused: boolean): void;
+  /** A select's refused option (null: none). */
+  setPicked(problem: ParamProblem | null): void;
 }
 
 const CONTROL = 'nodrag nowheel';
@@ -98,8 +130,7 @@ function Control(p: ControlProps) {
           data-testid={testId}
           value={current}
           onChange={(e) => {
-            const problem = checkParamValue(def, e.target.value);
-            p.setError(problem ? inWords(problem) : null);
+            p.setPicked(checkParamValue(def, e.target.value));
             onChange(e.target.value);
           }}
         >
@@ -139,43 +170,30 @@ export function summarize(text: string): string {
   return trimmed.length > 28 ? `${trimmed.slice(0, 27)}…` : trimmed;
 }
 
-/** A text or number field: typed text is checked, and only a good value reaches the graph. */
+/**
+ * A text or number field: typed text is checked, and only a good value reaches the graph; text
+ * that is not one stays in the field with its complaint (ParamField says it) after the field is left.
+ */
 function TextControl(p: ControlProps & { multiline?: boolean }) {
-  const { def, value, onChange, testId, id, widget } = p;
-  const [draft, setDraft] = useState(displayValue(value));
-  const [focused, setFocused] = useState(false);
-
-  useEffect(() => {
-    if (!focused) {
-      setDraft(displayValue(value));
-      p.setError(null);
-    }
-    // Only an outside change of the value resets the field.
-  }, [value]);
+  const { def, value, onChange, testId, id, widget, draft } = p;
 
   const take = (text: string) => {
-    setDraft(text);
+    p.setDraft(text);
     const r = coerceParam(def, text);
-    if (r.ok) {
-      p.setError(null);
-      if (r.value !== value) onChange(r.value);
-    } else {
-      p.setError(inWords(r.error));
-    }
+    if (r.ok && r.value !== value) onChange(r.value);
   };
 
   const common = {
     id,
     'data-testid': testId,
     className: CONTROL,
-    value: draft,
+    value: draft ?? displayValue(value),
     spellCheck: false,
-    onFocus: () => setFocused(true),
+    onFocus: () => p.setFocused(true),
     onBlur: () => {
-      setFocused(false);
-      const r = coerceParam(def, draft);
-      if (!r.ok) return; // the field keeps the text and its complaint; the graph its last good value
-      setDraft(displayValue(r.value));
+      p.setFocused(false);
+      // Good text gives way to the value it became (written as the field writes it).
+      if (draft !== null && coerceParam(def, draft).ok) p.setDraft(null);
     },
   };
 

@@ -36,9 +36,14 @@ export function QuickAdd() {
   const input = useRef<HTMLInputElement>(null);
   const found = useMemo(() => rankDefinitions(defs, query).slice(0, SHOWN), [defs, query]);
 
-  useEffect(() => {
+  // Each opening starts with an empty search (set while rendering, so the old text never shows).
+  const [openedAt, setOpenedAt] = useState(spot);
+  if (openedAt !== spot) {
+    setOpenedAt(spot);
     setQuery('');
     setIndex(0);
+  }
+  useEffect(() => {
     if (spot) input.current?.focus();
   }, [spot]);
 

@@ -293,7 +293,8 @@ export const useRunSession = create<RunSessionState>()((set, get) => {
 
     setDraftError(nodeId, param, error) {
       const key = `${nodeId}\u0000${param}`;
-      if (error === null && !(key in get().draftErrors)) return;
+      const known = get().draftErrors[key];
+      if (error === null ? !known : known?.error === error) return;
       set((s) => {
         const draftErrors = { ...s.draftErrors };
         if (error === null) delete draftErrors[key];
