@@ -61,21 +61,23 @@ void write_artifacts(const PreparedGraph& prepared, const RunResult& result, con
   }
 }
 
-/// The numbers a reader wants at the end: training metrics, evaluation results.
+/// The numbers a reader wants at the end, from the nodes whose definitions
+/// report results: a node's JSON metrics whole (training), else its scalar
+/// outputs (evaluation).
 nlohmann::json results_json(const PreparedGraph& prepared, const RunResult& result) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [id, outputs] : result.outputs) {
     const auto* spec = prepared.graph.node(id);
-    if (!spec) continue;
-    if (spec->type == "TrainingLoop") {
-      if (auto m = outputs.find("metrics"); m != outputs.end())
-        if (const auto* metrics = std::get_if<nlohmann::json>(&m->second)) j[id] = *metrics;
-    } else if (spec->type == "EvaluateModel" || spec->type == "Forecast") {
-      nlohmann::json e;
-      for (const auto& [port, v] : outputs)
-        if (const auto* d = std::get_if<double>(&v)) e[port] = *d;
-      j[id] = e;
+    const graph::NodeDef* def = spec ? nodes::builtin().find(spec->type) : nullptr;
+    if (!def || !def->reports_results) continue;
+    if (auto m = outputs.find("metrics"); m != outputs.end()) {
+      if (const auto* metrics = std::get_if<nlohmann::json>(&m->second)) j[id] = *metrics;
+      continue;
     }
+    nlohmann::json e;
+    for (const auto& [port, v] : outputs)
+      if (const auto* d = std::get_if<double>(&v)) e[port] = *d;
+    j[id] = e;
   }
   return j;
 }

@@ -155,7 +155,7 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
         const c10::Device dev = ctx && ctx->used_device() ? *ctx->used_device() : c10::Device(c10::kCPU);
         const device::MemoryReading m = device::read_memory(dev);
         const std::string report = oom_report(
-            spec.type, id, dev, oom_advice(g, id, params, dev),
+            spec.type, id, dev, oom_advice(registry_, g, id, params, dev),
             oom_memory_line(m, dev.is_cpu() ? device::cpu_memory().live_at_failure_bytes : m.live_bytes), original);
         ctx.reset();
         const std::string prefix = id + "#";

@@ -4,18 +4,8 @@ namespace codefy {
 
 namespace {
 
-/// The DataLoader feeding `node_id` directly (TrainingLoop's "dataloader"), or null.
-const graph::NodeSpec* feeding_loader(const graph::Graph& g, const std::string& node_id) {
-  for (const auto& e : g.edges) {
-    if (e.target != node_id || e.kind != graph::EdgeKind::kData) continue;
-    const graph::NodeSpec* src = g.node(e.source);
-    if (src && src->type == "DataLoader" && e.target_handle == "dataloader") return src;
-  }
-  return nullptr;
-}
-
 template <typename T>
-T param_or(const nlohmann::json& params, const char* name, T fallback) {
+T param_or(const nlohmann::json& params, const std::string& name, T fallback) {
   auto it = params.find(name);
   if (it == params.end() || it->is_null()) return fallback;
   try {
@@ -25,43 +15,65 @@ T param_or(const nlohmann::json& params, const char* name, T fallback) {
   }
 }
 
+/// The node whose batch-size param sets `node`'s batch: the source of its
+/// hinted input, when that source declares a batch size.
+struct BatchSource {
+  const graph::NodeSpec* node = nullptr;
+  std::string param;
+};
+BatchSource batch_source(const graph::NodeCatalog& catalog, const graph::Graph& g, const graph::NodeSpec& node,
+                         const std::string& input) {
+  if (input.empty()) return {};
+  for (const auto& e : g.edges) {
+    if (e.target != node.id || e.kind != graph::EdgeKind::kData || e.target_handle != input) continue;
+    const graph::NodeSpec* src = g.node(e.source);
+    const graph::NodeDef* def = src ? catalog.find(src->type) : nullptr;
+    if (def && !def->memory_hints.batch_param.empty()) return {src, def->memory_hints.batch_param};
+  }
+  return {};
+}
+
 }  // namespace
 
-std::vector<std::string> oom_advice(const graph::Graph& g, const std::string& node_id, const nlohmann::json& params,
-                                    c10::Device device) {
+std::vector<std::string> oom_advice(const graph::NodeCatalog& catalog, const graph::Graph& g,
+                                    const std::string& node_id, const nlohmann::json& params, c10::Device device) {
   std::vector<std::string> advice;
   const graph::NodeSpec* node = g.node(node_id);
-  const bool training = node && node->type == "TrainingLoop";
-  const graph::NodeSpec* loader = feeding_loader(g, node_id);
+  const graph::NodeDef* def = node ? catalog.find(node->type) : nullptr;
+  const graph::NodeDef::MemoryHints hints = def ? def->memory_hints : graph::NodeDef::MemoryHints{};
+  const BatchSource source = node ? batch_source(catalog, g, *node, hints.batch_input) : BatchSource{};
+  std::string batch_param = hints.batch_param;
   int64_t batch = 0;
-  if (loader) {  // TrainingLoop: the batch comes from its DataLoader
-    batch = param_or<int64_t>(loader->params, "batch_size", 32);
+  if (source.node) {  // the batch comes from another node (TrainingLoop's DataLoader)
+    batch_param = source.param;
+    batch = param_or<int64_t>(source.node->params, source.param, 32);
     if (batch > 1)
-      advice.push_back("reduce batch_size on the DataLoader node " + loader->id + " (now " + std::to_string(batch) +
-                       ")");
-  } else if (params.contains("batch_size")) {  // EvaluateModel and others batch themselves
-    batch = param_or<int64_t>(params, "batch_size", 0);
+      advice.push_back("reduce " + batch_param + " on the " + source.node->type + " node " + source.node->id +
+                       " (now " + std::to_string(batch) + ")");
+  } else if (!hints.batch_param.empty()) {  // it batches by itself (EvaluateModel)
+    batch = param_or<int64_t>(params, hints.batch_param, 0);
     if (batch > 1)
-      advice.push_back("reduce batch_size on this " + node->type + " node (now " + std::to_string(batch) + ")");
-  } else if (training) {
-    advice.push_back("reduce batch_size on the DataLoader node");
+      advice.push_back("reduce " + batch_param + " on this " + node->type + " node (now " + std::to_string(batch) + ")");
+  } else if (!hints.batch_input.empty()) {
+    advice.push_back("reduce the batch size of what feeds " + node->type + "'s " + hints.batch_input);
   }
 
-  if (training) {
-    const std::string precision = param_or<std::string>(params, "precision", "fp32");
+  if (!hints.precision_param.empty()) {
+    const std::string precision = param_or<std::string>(params, hints.precision_param, "fp32");
     if (precision == "fp32")
-      advice.push_back(std::string("set TrainingLoop's precision to bf16 (roughly halves activation memory") +
+      advice.push_back("set " + node->type + "'s " + hints.precision_param +
+                       " to bf16 (roughly halves activation memory" +
                        (device.is_cuda() ? " on Ampere and newer)" : ")"));
-    const int64_t accumulate = param_or<int64_t>(params, "accumulate_steps", 1);
-    if (!loader || batch > 1) {
-      std::string a =
-          "raise TrainingLoop's accumulate_steps and lower batch_size by the same factor, which keeps "
-          "the effective batch identical";
-      if (loader && batch % 2 == 0)
-        a += " (e.g. accumulate_steps " + std::to_string(accumulate * 2) + " with batch_size " +
-             std::to_string(batch / 2) + ")";
-      advice.push_back(a);
-    }
+  }
+  if (!hints.accumulate_param.empty() && (!source.node || batch > 1)) {
+    const int64_t accumulate = param_or<int64_t>(params, hints.accumulate_param, 1);
+    const std::string batch_name = batch_param.empty() ? std::string("the batch size") : batch_param;
+    std::string a = "raise " + node->type + "'s " + hints.accumulate_param + " and lower " + batch_name +
+                    " by the same factor, which keeps the effective batch identical";
+    if (source.node && batch % 2 == 0)
+      a += " (e.g. " + hints.accumulate_param + " " + std::to_string(accumulate * 2) + " with " + batch_param + " " +
+           std::to_string(batch / 2) + ")";
+    advice.push_back(a);
   }
   advice.push_back("make the model smaller, or shorten the sequence / shrink the image");
   return advice;

@@ -11,11 +11,12 @@
 namespace codefy {
 
 /// Advice for node `node_id` of `g` (its `params` with defaults filled in),
-/// cheapest first: names the DataLoader that feeds it and its batch size, and
-/// leaves out what is already done (no "set precision to bf16" when it is
-/// bf16, no "lower batch_size" at 1).
-std::vector<std::string> oom_advice(const graph::Graph& g, const std::string& node_id, const nlohmann::json& params,
-                                    c10::Device device);
+/// cheapest first, from the memory hints its definition and its batch
+/// source's declare (`catalog`): names the node that sets its batch and that
+/// batch size, and leaves out what is already done (no "set precision to
+/// bf16" when it is bf16, no "lower batch_size" at 1).
+std::vector<std::string> oom_advice(const graph::NodeCatalog& catalog, const graph::Graph& g,
+                                    const std::string& node_id, const nlohmann::json& params, c10::Device device);
 
 /// The memory line: CUDA live/reserved/peak/card; CPU live at the failure,
 /// peak and budget from the counting allocator; "" when nothing was counted.

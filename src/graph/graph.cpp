@@ -117,6 +117,12 @@ const ParamDef* NodeDef::param(const std::string& n) const {
   return nullptr;
 }
 
+bool NodeDef::wants_ranks(const json& params) const {
+  if (ranks_when.param.empty()) return false;
+  const auto it = params.find(ranks_when.param);
+  return it != params.end() && it->is_string() && it->get<std::string>() == ranks_when.value;
+}
+
 json to_json(const NodeDef& def) {
   auto ports = [](const std::vector<PortDef>& v) {
     json a = json::array();

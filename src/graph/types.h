@@ -86,6 +86,26 @@ struct NodeDef {
   /// of the last run (CodefyUI's weights_persistent, the node state store).
   bool persistent_state = false;
 
+  /// What the out-of-memory advice may tell a person to change on this node,
+  /// by param or port name ("" when it has none). The advice reads these;
+  /// nothing in the engine names a node type.
+  struct MemoryHints {
+    std::string batch_param;       ///< its own batch size (DataLoader's, EvaluateModel's batch_size)
+    std::string batch_input;       ///< the input whose source node sets its batch (TrainingLoop's dataloader)
+    std::string precision_param;   ///< it trains under autocast: bf16 halves activation memory
+    std::string accumulate_param;  ///< it accumulates gradients: more steps of smaller batches
+  };
+  MemoryHints memory_hints{};
+  /// A node that runs on every rank of a data-parallel world when `param`
+  /// has `value` (TrainingLoop's strategy = ddp); both empty: never.
+  struct RanksWhen {
+    std::string param, value;
+  };
+  RanksWhen ranks_when{};
+  /// Whether its outputs are the run's results a person reads at the end: its
+  /// JSON "metrics" output whole, else its scalar outputs (`codefy run`).
+  bool reports_results = false;
+
   /// Outputs whose number a param sets (Split's chunk_0 .. chunk_{chunks-1}):
   /// `outputs` lists those of the param's default, and a node has
   /// `prefix + i` for every i below its own param (clamped to the param's limits).
@@ -101,6 +121,8 @@ struct NodeDef {
   /// Output `port` of a node with these params: a declared one or one of its family.
   std::optional<PortDef> output_for(const std::string& port, const json& params) const;
   const ParamDef* param(const std::string& name) const;
+  /// Whether a node with these params (defaults not filled) runs on every rank (see ranks_when).
+  bool wants_ranks(const json& params) const;
 };
 
 /// CodefyUI's `/api/nodes` entry for one node type.

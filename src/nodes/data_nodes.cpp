@@ -218,6 +218,7 @@ void register_data_loader(NodeRegistry& r) {
                                                64)),
                     def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
   d.cacheable = false;
+  d.memory_hints.batch_param = "batch_size";
   r.add(std::move(d), [](NodeContext& ctx) {
     train::DataLoaderOptions o;
     o.batch_size = ctx.param_int("batch_size");

@@ -4,6 +4,7 @@
 #include "nodes/library.h"
 #include "plot/plot.h"
 #include "train/checkpoint.h"
+#include "train/resume_state.h"
 #include "train/serialize.h"
 #include "util/image_size.h"
 #include "util/text.h"
@@ -160,7 +161,13 @@ void register_checkpoint_saver(NodeRegistry& r) {
     nlohmann::json metrics = nlohmann::json::object();
     if (const auto* m = ctx.input_if<nlohmann::json>("metrics")) metrics = *m;
     int64_t epoch = ctx.param_int("epoch");
-    if (epoch == 0) epoch = metrics.value("last_epoch", int64_t{0});
+    if (epoch == 0 && !metrics.empty()) {
+      try {
+        epoch = train::ResumeState::from_json(metrics).last_epoch;
+      } catch (const std::invalid_argument& e) {
+        NodeContext::fail_input("metrics", std::string("expected a TrainingLoop's metrics: ") + e.what());
+      }
+    }
     c.meta = {{"format", "codefy-checkpoint"},
               {"epoch", epoch},
               {"optimizer", opt->type},
@@ -218,16 +225,20 @@ void register_checkpoint_loader(NodeRegistry& r) {
     } catch (const std::exception& e) {
       NodeContext::fail_param("path", e, path.string() + ": ");
     }
-    nlohmann::json resume = c.meta.value("metrics", nlohmann::json::object());
-    resume["last_epoch"] = c.meta.value("epoch", int64_t{0});
-    resume["grad_scaler_state"] = c.meta.value("grad_scaler_state", nlohmann::json());
-    const auto losses = c.meta.value("losses", std::vector<double>{});
+    train::ResumeState resume;
+    std::vector<double> losses;
+    try {
+      resume = train::ResumeState::from_checkpoint_meta(c.meta);
+      losses = c.meta.value("losses", std::vector<double>{});
+    } catch (const std::exception& e) {
+      NodeContext::fail_param("path", path.string() + ": not a checkpoint Codefy can resume from: " + e.what());
+    }
     return ValueMap{{"model", model},
                     {"optimizer", opt},
-                    {"epoch", static_cast<double>(resume["last_epoch"].get<int64_t>())},
+                    {"epoch", static_cast<double>(resume.last_epoch)},
                     {"losses", torch::tensor(std::vector<float>(losses.begin(), losses.end()), torch::kFloat)},
-                    {"grad_scaler_state", resume["grad_scaler_state"]},
-                    {"resume_state", resume}};
+                    {"grad_scaler_state", resume.grad_scaler_state},
+                    {"resume_state", resume.to_json()}};
   });
 }
 

@@ -129,6 +129,7 @@ void register_forecast(NodeRegistry& r) {
        def::integer("target", 0, "The window's column that was forecast (as TimeSeriesDataset's target)", 0),
        def::text("title", "Forecast against the truth", "Plot title"), def::device("Where to run")}};
   d.cacheable = false;  // reads a model training may change
+  d.reports_results = true;
   r.add(std::move(d), [](NodeContext& ctx) {
     auto model = ctx.input_as<train::ModelPtr>("model");
     const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");

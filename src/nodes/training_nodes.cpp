@@ -4,6 +4,7 @@
 #include "device/memory.h"
 #include "device/runtime.h"
 #include "train/data_parallel.h"
+#include "train/resume_state.h"
 #include "train/trainer.h"
 #include "util/list.h"
 #include "util/parse.h"
@@ -249,6 +250,9 @@ void register_training_loop(NodeRegistry& r) {
        def::advanced(def::boolean("log_grad_norm", true,
                                   "Report the gradient L2 norm per update and skip updates where it is NaN/inf"))}};
   d.cacheable = false;
+  d.memory_hints = {"", "dataloader", "precision", "accumulate_steps"};
+  d.ranks_when = {"strategy", "ddp"};
+  d.reports_results = true;
   r.add(std::move(d), [](NodeContext& ctx) {
     auto model = ctx.input_as<train::ModelPtr>("model");
     const auto& loader = ctx.input_as<train::DataLoaderPtr>("dataloader");
@@ -318,17 +322,22 @@ void register_training_loop(NodeRegistry& r) {
     }
     if (const auto* state = ctx.input_if<nlohmann::json>("grad_scaler_state")) o.grad_scaler_state = *state;
     o.seed = ctx.seed();
-    if (const auto* resume = ctx.input_if<nlohmann::json>("resume_state")) {
-      if (!resume->is_object() || !resume->contains("last_epoch"))
-        NodeContext::fail_input("resume_state", "expected the resume_state output of a CheckpointLoader");
-      o.start_epoch = resume->value("last_epoch", int64_t{0});
-      o.initial_steps = resume->value("total_steps", int64_t{0});
-      o.initial_batches = resume->value("total_batches", int64_t{0});
-      o.seed = resume->value("train_seed", o.seed);
-      o.scheduler_state = resume->value("scheduler_state", nlohmann::json());
-      if (o.grad_scaler_state.is_null()) o.grad_scaler_state = resume->value("grad_scaler_state", nlohmann::json());
+    if (const auto* resume_json = ctx.input_if<nlohmann::json>("resume_state")) {
+      train::ResumeState resume;
+      try {
+        resume = train::ResumeState::from_json(*resume_json);
+      } catch (const std::invalid_argument& e) {
+        NodeContext::fail_input("resume_state",
+                                std::string("expected the resume_state output of a CheckpointLoader: ") + e.what());
+      }
+      o.start_epoch = resume.last_epoch;
+      o.initial_steps = resume.total_steps;
+      o.initial_batches = resume.total_batches;
+      o.seed = resume.train_seed.value_or(o.seed);
+      o.scheduler_state = resume.scheduler_state;
+      if (o.grad_scaler_state.is_null()) o.grad_scaler_state = resume.grad_scaler_state;
       // The data order follows (seed, epoch): continue with the first run's seed.
-      const uint64_t data_seed = resume->value("data_seed", loader->options().seed);
+      const uint64_t data_seed = resume.data_seed.value_or(loader->options().seed);
       if (data_seed != train_loader->options().seed) {
         auto opts = train_loader->options();
         opts.seed = data_seed;
@@ -372,14 +381,18 @@ void register_training_loop(NodeRegistry& r) {
 }
 
 void register_evaluate(NodeRegistry& r) {
-  r.add({"EvaluateModel",
-         "Training",
-         "Measure a classification model's accuracy on a dataset.",
-         {def::in("model", DataType::kModel, "Trained model"), def::in("dataset", DataType::kDataset, "Labelled data")},
-         {def::out("accuracy", DataType::kScalar, "Fraction correct, in [0, 1]"),
-          def::out("correct", DataType::kScalar, "Correct predictions"),
-          def::out("total", DataType::kScalar, "Samples evaluated")},
-         {def::integer("batch_size", 256, "Samples per forward pass", 1), def::device("Where to evaluate")}},
+  graph::NodeDef d{
+      "EvaluateModel",
+      "Training",
+      "Measure a classification model's accuracy on a dataset.",
+      {def::in("model", DataType::kModel, "Trained model"), def::in("dataset", DataType::kDataset, "Labelled data")},
+      {def::out("accuracy", DataType::kScalar, "Fraction correct, in [0, 1]"),
+       def::out("correct", DataType::kScalar, "Correct predictions"),
+       def::out("total", DataType::kScalar, "Samples evaluated")},
+      {def::integer("batch_size", 256, "Samples per forward pass", 1), def::device("Where to evaluate")}};
+  d.memory_hints.batch_param = "batch_size";
+  d.reports_results = true;
+  r.add(std::move(d),
         [](NodeContext& ctx) {
           auto model = ctx.input_as<train::ModelPtr>("model");
           const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");

@@ -145,12 +145,13 @@ void Runs::shutdown() { queues_.close(); }
 
 namespace {
 
-/// Whether a TrainingLoop of the graph trains with strategy ddp.
-bool wants_ddp(const graph::Graph& g) {
-  for (const auto& n : g.nodes)
-    if (n.type == "TrainingLoop")
-      if (const auto s = n.params.find("strategy"); s != n.params.end() && *s == "ddp") return true;
-  return false;
+/// Whether a node of the graph runs on every rank of a data-parallel world
+/// (its definition says when: TrainingLoop's strategy ddp).
+bool wants_ranks(const NodeRegistry& registry, const graph::Graph& g) {
+  return std::any_of(g.nodes.begin(), g.nodes.end(), [&registry](const graph::NodeSpec& n) {
+    const graph::NodeDef* def = registry.find(n.type);
+    return def && def->wants_ranks(n.params);
+  });
 }
 
 /// The ranks of a ddp run on a worker with several: rank 0 is the run in
@@ -214,7 +215,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
   const std::string device = request.device;
   // A ddp graph on a worker with several ranks runs them all.
   std::vector<std::string> rank_devices;
-  if (const auto worker = queues_.worker_for(device); worker && wants_ddp(request.graph->graph))
+  if (const auto worker = queues_.worker_for(device); worker && wants_ranks(registry_, request.graph->graph))
     rank_devices = worker->rank_devices();
   if (rank_devices.size() < 2) rank_devices.clear();
   // Dropped while queued: the listener hears "stopped", so its client is answered.

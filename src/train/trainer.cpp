@@ -6,6 +6,7 @@
 #include "train/grad_buffer.h"
 #include "train/micro_batch.h"
 #include "train/prefetch.h"
+#include "train/resume_state.h"
 #include "train/serialize.h"
 #include "train/update.h"
 #include "util/errors.h"
@@ -526,14 +527,9 @@ nlohmann::json TrainingRun::final_metrics(int64_t epochs_done) const {
       {"best_epoch", options_.early_stopping_patience > 0 ? best_epoch_ : static_cast<int64_t>(result_.losses.size())},
       {"total_epochs_run", result_.losses.size()},
       {"start_epoch", options_.start_epoch},
-      {"last_epoch", epochs_done},  // epochs completed overall: where a resumed run starts
-      {"train_seed", options_.seed},
-      {"data_seed", train_data_.options().seed},
       {"stopped_early", stopped_early_},
       {"stopped_at_max_steps", stopped_at_max_steps_},
       {"lr_history", lr_history_},
-      {"total_steps", total_steps_},
-      {"total_batches", total_batches_},
       {"skipped_steps", skipped_steps_},
       {"accumulate_steps", window_.accumulate_steps()},
       {"effective_batch_size", batch_size_ * window_.accumulate_steps() * world()},
@@ -550,7 +546,15 @@ nlohmann::json TrainingRun::final_metrics(int64_t epochs_done) const {
     m["ddp"] = parallel_->counters();
   }
   add_precision_fields(m);
-  if (scheduler_) m["scheduler_state"] = scheduler_->state();
+  // What a checkpoint of this run resumes from (CheckpointSaver keeps it).
+  ResumeState resume;
+  resume.last_epoch = epochs_done;  // epochs completed overall
+  resume.total_steps = total_steps_;
+  resume.total_batches = total_batches_;
+  resume.train_seed = options_.seed;
+  resume.data_seed = train_data_.options().seed;
+  if (scheduler_) resume.scheduler_state = scheduler_->state();
+  resume.write_to(m);  // the scaler's state is an output port of its own
   if (scaler_) m["grad_scale"] = scaler_->get_scale();
   return m;
 }

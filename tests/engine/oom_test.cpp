@@ -96,7 +96,7 @@ TEST(OutOfMemory, AdviceLeavesOutWhatIsAlreadyDone) {
     const graph::Graph graph = graph::graph_from_json(g, "t");
     nlohmann::json params = {{"precision", "fp32"}, {"accumulate_steps", 1}};  // TrainingLoop's defaults
     params.update(graph.node("train")->params);
-    return oom_advice(graph, "train", params, d);
+    return oom_advice(nodes::builtin(), graph, "train", params, d);
   };
   // bf16 already: no precision advice; batch 1: nothing to lower, so no batch or accumulation advice.
   EXPECT_EQ(advice_for(wide_mlp_graph(1, {{"precision", "bf16"}})),
@@ -116,9 +116,43 @@ TEST(OutOfMemory, AdviceLeavesOutWhatIsAlreadyDone) {
   nlohmann::json g = wide_mlp_graph(64);
   g["nodes"].push_back({{"id", "eval"}, {"type", "EvaluateModel"}, {"data", {{"params", nlohmann::json::object()}}}});
   g["edges"].push_back({{"source", "train"}, {"sourceHandle", "model"}, {"target", "eval"}, {"targetHandle", "model"}});
-  EXPECT_EQ(oom_advice(graph::graph_from_json(g, "t"), "eval", {{"batch_size", 256}}, c10::Device(c10::kCPU)),
+  EXPECT_EQ(oom_advice(nodes::builtin(), graph::graph_from_json(g, "t"), "eval", {{"batch_size", 256}},
+                       c10::Device(c10::kCPU)),
             (std::vector<std::string>{"reduce batch_size on this EvaluateModel node (now 256)",
                                       "make the model smaller, or shorten the sequence / shrink the image"}));
+}
+
+// #28: the advice comes from what node definitions declare, not from node
+// type names: a trainer and a batcher of another name get the same advice.
+TEST(OutOfMemory, AdviceFollowsTheDeclaredMemoryHintsOfAnyNodeType) {
+  NodeRegistry catalog;
+  graph::NodeDef batcher{"Batcher", "Test", "", {}, {def::out("batches", graph::DataType::kAny, "")},
+                         {def::integer("chunk", 8, "")}};
+  batcher.memory_hints.batch_param = "chunk";
+  graph::NodeDef trainer{"Fitter", "Test", "", {def::in("feed", graph::DataType::kAny, "")}, {},
+                         {def::text("dtype", "fp32", ""), def::integer("merge", 1, ""),
+                          def::text("mode", "solo", "")}};
+  trainer.memory_hints = {"", "feed", "dtype", "merge"};
+  trainer.ranks_when = {"mode", "team"};
+  catalog.add(batcher, [](NodeContext&) { return ValueMap{}; });
+  catalog.add(trainer, [](NodeContext&) { return ValueMap{}; });
+  const nlohmann::json g = {
+      {"name", "t"},
+      {"nodes",
+       {{{"id", "b"}, {"type", "Batcher"}, {"data", {{"params", {{"chunk", 12}}}}}},
+        {{"id", "f"}, {"type", "Fitter"}, {"data", {{"params", nlohmann::json::object()}}}}}},
+      {"edges", {{{"source", "b"}, {"sourceHandle", "batches"}, {"target", "f"}, {"targetHandle", "feed"}}}}};
+  EXPECT_EQ(oom_advice(catalog, graph::graph_from_json(g, "t"), "f", {{"dtype", "fp32"}, {"merge", 1}},
+                       c10::Device(c10::kCPU)),
+            (std::vector<std::string>{
+                "reduce chunk on the Batcher node b (now 12)",
+                "set Fitter's dtype to bf16 (roughly halves activation memory)",
+                "raise Fitter's merge and lower chunk by the same factor, which keeps the effective batch identical "
+                "(e.g. merge 2 with chunk 6)",
+                "make the model smaller, or shorten the sequence / shrink the image"}));
+  EXPECT_TRUE(catalog.find("Fitter")->wants_ranks({{"mode", "team"}}));
+  EXPECT_FALSE(catalog.find("Fitter")->wants_ranks({{"mode", "solo"}}));
+  EXPECT_FALSE(catalog.find("Batcher")->wants_ranks({{"mode", "team"}}));
 }
 
 TEST(OutOfMemory, CudaMemoryLineAsTheSpecShowsIt) {
