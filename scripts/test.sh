@@ -9,5 +9,6 @@ scripts/setup.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure --parallel "$(nproc)"
 cd web
+npm run --silent lint
 npm test --silent
 npm run --silent e2e

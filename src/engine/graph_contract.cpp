@@ -77,6 +77,7 @@ nlohmann::json output_json(const Value& v) {
   }
   if (const auto* d = std::get_if<double>(&v)) return std::isfinite(*d) ? nlohmann::json(*d) : nlohmann::json(nullptr);
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  if (const auto* i = std::get_if<Image>(&v)) return i->base64_png;
   if (const auto* j = std::get_if<nlohmann::json>(&v)) return *j;
   if (std::holds_alternative<std::monostate>(v)) return nullptr;
   return summarize(v);

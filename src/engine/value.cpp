@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 
 namespace codefy {
 
@@ -37,6 +38,7 @@ const char* value_kind(const Value& v) {
                         [](const train::OptimizerPtr&) { return "OPTIMIZER"; },
                         [](const train::LossPtr&) { return "LOSS_FN"; },
                         [](const train::SchedulerPtr&) { return "SCHEDULER"; },
+                        [](const Image&) { return "IMAGE"; },
                     },
                     v);
 }
@@ -155,6 +157,10 @@ nlohmann::json summarize(const Value& v) {
           [](const std::string& s) {
             return json{{"type", "string"}, {"value", clip(s, 200)}};
           },
+          // CodefyUI's summary of an image output is that of its base64 text.
+          [](const Image& i) {
+            return json{{"type", "string"}, {"value", clip(i.base64_png, 200)}};
+          },
           [](const json& j) {
             const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
             if (j.is_array()) {
@@ -213,18 +219,27 @@ nlohmann::json summarize(const Value& v) {
 nlohmann::json summarize(const ValueMap& values) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [port, value] : values)
-    if (port.rfind("__", 0) != 0) j[port] = summarize(value);  // a verbose node's steps are not ports
+    if (!is_step_port(port)) j[port] = summarize(value);
   return j;
 }
 
 std::optional<std::string> find_image(const ValueMap& values) {
-  static const std::string kPngBase64 = "iVBORw0KGgo";  // the PNG signature, base64-encoded
   for (const auto& [port, v] : values) {
     (void)port;
-    if (const auto* s = std::get_if<std::string>(&v); s && s->compare(0, kPngBase64.size(), kPngBase64) == 0) return *s;
+    if (const auto* image = std::get_if<Image>(&v)) return image->base64_png;
   }
   return std::nullopt;
 }
+
+namespace {
+constexpr std::string_view kStepPrefix = "__step__";
+}  // namespace
+
+std::string step_port(int index, const std::string& name) {
+  return std::string(kStepPrefix) + std::to_string(index) + "__" + name;
+}
+
+bool is_step_port(const std::string& port) { return port.compare(0, kStepPrefix.size(), kStepPrefix) == 0; }
 
 namespace {
 
@@ -292,6 +307,7 @@ std::string to_display_string(const Value& v) {
     return s.str();
   }
   if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  if (const auto* i = std::get_if<Image>(&v)) return i->base64_png;
   if (const auto* j = std::get_if<nlohmann::json>(&v)) return j->dump();
   if (const auto* m = std::get_if<train::ModelPtr>(&v)) {
     return (*m)->describe() + "\n(" + std::to_string(train::count_parameters(**m)) + " trainable parameters)";
@@ -345,6 +361,7 @@ void count_bytes(const Value& v, store::StorageCounter& c) {
                  },
                  [](const train::LossPtr&) {},
                  [](const train::SchedulerPtr&) {},
+                 [&](const Image& i) { c.add_bytes(static_cast<int64_t>(i.base64_png.size())); },
              },
              v);
 }

@@ -17,11 +17,18 @@
 
 namespace codefy {
 
+/// A picture a node drew (Visualize's plot, Forecast's): a PNG, base64-encoded
+/// as CodefyUI's messages and outputs carry it. A type of its own, so nothing
+/// recognises an image by how its text begins.
+struct Image {
+  std::string base64_png;
+};
+
 /// One port's value. Plain data (lists of losses, metric dicts) is JSON;
 /// heavy or stateful things are shared handles.
-using Value =
-    std::variant<std::monostate, torch::Tensor, double, std::string, nlohmann::json, train::ModelPtr, train::DatasetPtr,
-                 train::DataLoaderPtr, train::OptimizerPtr, train::LossPtr, train::SchedulerPtr>;
+using Value = std::variant<std::monostate, torch::Tensor, double, std::string, nlohmann::json, train::ModelPtr,
+                           train::DatasetPtr, train::DataLoaderPtr, train::OptimizerPtr, train::LossPtr,
+                           train::SchedulerPtr, Image>;
 
 /// A node's inputs or outputs by port name.
 using ValueMap = std::map<std::string, Value>;
@@ -51,9 +58,16 @@ int64_t value_bytes(const ValueMap& values);
 /// PyTorch's name of a dtype: "torch.float32", "torch.int64"...
 std::string torch_dtype_name(c10::ScalarType t);
 
-/// The first output that is an image as Visualize gives it (a base64 PNG),
-/// for the editor's `image` field; nullopt when there is none.
+/// The first output that is an Image (its base64 PNG), for the editor's
+/// `image` field and `codefy run`'s files; nullopt when there is none.
 std::optional<std::string> find_image(const ValueMap& values);
+
+/// A verbose run records a teaching node's steps as extra outputs named as
+/// CodefyUI's run output store names them, `__step__{index}__{name}`: the
+/// inspector lists them beside the ports, summaries leave them out.
+std::string step_port(int index, const std::string& name);
+/// Whether `port` is such a step output, not one of the node's ports.
+bool is_step_port(const std::string& port);
 
 /// Human-readable text of a value for Print.
 std::string to_display_string(const Value& v);

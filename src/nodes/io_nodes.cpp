@@ -288,7 +288,7 @@ void register_visualize(NodeRegistry& r) {
           } catch (const std::invalid_argument& e) {
             NodeContext::fail_input("data", e.what());
           }
-          return ValueMap{{"image", util::base64_encode(png)}};
+          return ValueMap{{"image", Image{util::base64_encode(png)}}};
         });
 }
 

@@ -171,7 +171,7 @@ void register_forecast(NodeRegistry& r) {
     return ValueMap{{"forecast", forecast},
                     {"truth", truth},
                     {"mse", (forecast - truth).pow(2).mean().item<double>()},
-                    {"image", util::base64_encode(png)}};
+                    {"image", Image{util::base64_encode(png)}}};
   });
 }
 

@@ -28,13 +28,12 @@ class StepRecorder {
               std::vector<std::pair<std::string, torch::Tensor>> tensors,
               nlohmann::json scalars = nlohmann::json::object()) {
     if (!on_) return;
-    const std::string prefix = "__step__" + std::to_string(steps_) + "__";
     nlohmann::json names = nlohmann::json::array();
     for (auto& [tensor_name, t] : tensors) {
       names.push_back(tensor_name);
-      outputs_[prefix + tensor_name] = t.detach().clone();
+      outputs_[step_port(steps_, tensor_name)] = t.detach().clone();
     }
-    outputs_[prefix + "meta"] = nlohmann::json{
+    outputs_[step_port(steps_, "meta")] = nlohmann::json{
         {"index", steps_}, {"name", name}, {"description", description}, {"scalars", std::move(scalars)},
         {"tensors", std::move(names)}};
     ++steps_;

@@ -92,7 +92,7 @@ std::string output_type(const Value& v) {
   if (std::holds_alternative<torch::Tensor>(v)) return "tensor";
   if (std::holds_alternative<train::ModelPtr>(v)) return "model";
   if (std::holds_alternative<double>(v)) return "scalar";
-  if (std::holds_alternative<std::string>(v)) return "string";
+  if (std::holds_alternative<std::string>(v) || std::holds_alternative<Image>(v)) return "string";
   if (const auto* j = std::get_if<nlohmann::json>(&v); j && j->is_array()) return "list";
   std::string kind = value_kind(v);
   for (auto& ch : kind) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));

@@ -43,7 +43,7 @@ TEST(Forecast, TheArticlesWorkloadTrainsInBf16WithAccumulationAndDrawsItsForecas
   const torch::Tensor truth = std::get<torch::Tensor>(r.outputs.at("forecast").at("truth"));
   EXPECT_NEAR((std::get<torch::Tensor>(r.outputs.at("forecast").at("forecast")) - truth).pow(2).mean().item<double>(),
               mse, 1e-6);
-  EXPECT_GT(std::get<std::string>(r.outputs.at("forecast").at("image")).size(), 1000u);
+  EXPECT_GT(std::get<Image>(r.outputs.at("forecast").at("image")).base64_png.size(), 1000u);
 }
 
 TEST(Forecast, TheCommandLineWritesTheForecastPlotBesideTheLossPlot) {

@@ -38,7 +38,7 @@ TEST(Nodes, FashionMnistCnnLearnsOnASubset) {
   EXPECT_GE(ds->inputs.min().item<float>(), -1.0f);
   EXPECT_LE(ds->inputs.max().item<float>(), 1.0f);
   // Visualize returns a base64 PNG, as CodefyUI does.
-  const auto& image = std::get<std::string>(r.outputs["plot"]["image"]);
+  const auto& image = std::get<Image>(r.outputs["plot"]["image"]).base64_png;
   EXPECT_EQ(image.rfind("iVBORw0KGgo", 0), 0u);  // base64 of the PNG signature
 }
 
@@ -244,8 +244,8 @@ TEST(Nodes, VisualizeDrawsValidationLossBesideTrainingLoss) {
   auto with_val = g;
   with_val["edges"].push_back(
       {{"source", "train"}, {"sourceHandle", "val_losses"}, {"target", "plot"}, {"targetHandle", "val_losses"}});
-  const auto both = std::get<std::string>(codefy::testing::run_json(with_val, 3).outputs["plot"]["image"]);
-  const auto alone = std::get<std::string>(codefy::testing::run_json(g, 3).outputs["plot"]["image"]);
+  const auto both = std::get<Image>(codefy::testing::run_json(with_val, 3).outputs["plot"]["image"]).base64_png;
+  const auto alone = std::get<Image>(codefy::testing::run_json(g, 3).outputs["plot"]["image"]).base64_png;
   EXPECT_EQ(both.rfind("iVBORw0KGgo", 0), 0u);  // base64 of the PNG signature
   EXPECT_NE(both, alone);
   // For a person to look at: two lines over epochs 1..6, with a legend.
@@ -262,7 +262,7 @@ TEST(Nodes, VisualizeDrawsTrainingLoopLossesOverEpochsWhenWiredAlone) {
   auto image_with = [&](const std::string& x_axis) {
     auto h = g;
     codefy::testing::set_param(h, "plot", "x_axis", x_axis);
-    return std::get<std::string>(codefy::testing::run_json(h, 3).outputs["plot"]["image"]);
+    return std::get<Image>(codefy::testing::run_json(h, 3).outputs["plot"]["image"]).base64_png;
   };
   const std::string automatic = image_with("auto");
   EXPECT_EQ(automatic, image_with("epoch"));
@@ -356,4 +356,19 @@ TEST(Nodes, DataLoaderTakesCodefyUIsLoaderParams) {
 }
 
 }  // namespace
+// #28: an image is a value of its own type; text that happens to begin as a
+// base64 PNG does is text, and a verbose node's steps are known by one helper.
+TEST(Nodes, AnImageIsItsOwnTypeNotTextThatLooksLikeOne) {
+  const ValueMap text_only = {{"caption", std::string("iVBORw0KGgoAAAANSUhEUg")}};
+  EXPECT_FALSE(find_image(text_only).has_value());
+  const ValueMap drawn = {{"caption", std::string("hello")}, {"image", Image{"AAAA"}}};
+  EXPECT_EQ(find_image(drawn), std::optional<std::string>("AAAA"));
+  EXPECT_EQ(summarize(Value(Image{"AAAA"})), summarize(Value(std::string("AAAA")))) << "the wire shape stays";
+  EXPECT_EQ(std::string(value_kind(Value(Image{"AAAA"}))), "IMAGE");
+  EXPECT_TRUE(is_step_port(step_port(2, "meta")));
+  EXPECT_EQ(step_port(2, "meta"), "__step__2__meta");
+  EXPECT_FALSE(is_step_port("__meta"));
+  EXPECT_FALSE(summarize(ValueMap{{step_port(0, "x"), 1.0}, {"y", 2.0}}).contains(step_port(0, "x")));
+}
+
 }  // namespace codefy
