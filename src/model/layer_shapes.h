@@ -2,6 +2,8 @@
 // sample input: what an editor shows beside each layer while it is edited.
 #pragma once
 
+#include "util/errors.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -25,9 +27,9 @@ struct ShapeLimits {
 
 /// A request the trace refuses outright: an input shape that is not a list of
 /// sizes, or past the limits, a spec with too many nodes.
-class ShapeRequestError : public std::invalid_argument {
+class ShapeRequestError : public InputError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using InputError::InputError;
 };
 
 /// One evaluated node.

@@ -20,6 +20,8 @@ Response response_for_current_exception() {
     return Response::error(400, e.what());
   } catch (const util::JsonInputError& e) {
     return Response::error(400, std::string("malformed JSON: ") + e.what());
+  } catch (const InputError& e) {
+    return Response::error(400, e.what());
   } catch (const graph::GraphFormatError& e) {
     return Response::error(400, e.what());
   } catch (const std::invalid_argument& e) {

@@ -6,6 +6,8 @@
 // prepare its batches.
 #pragma once
 
+#include "util/errors.h"
+
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
@@ -17,9 +19,9 @@
 namespace codefy::train {
 
 /// A chain that cannot be applied: the message names the step.
-class AugmentationError : public std::invalid_argument {
+class AugmentationError : public InputError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using InputError::InputError;
 };
 
 struct AugmentStep {

@@ -2,6 +2,8 @@
 // the sliding windows (inputs) and horizons (targets) a forecaster trains on.
 #pragma once
 
+#include "util/errors.h"
+
 #include "train/data.h"
 
 #include <torch/types.h>
@@ -28,10 +30,10 @@ struct SeriesOptions {
 torch::Tensor make_series(const SeriesOptions& options);
 
 /// An option that does not fit the series; `option` names it (the node's param of that name).
-class SeriesOptionError : public std::invalid_argument {
+class SeriesOptionError : public InputError {
  public:
   SeriesOptionError(std::string option, const std::string& message)
-      : std::invalid_argument(option + ": " + message), option_(std::move(option)), message_(message) {}
+      : InputError(option + ": " + message), option_(std::move(option)), message_(message) {}
   const std::string& option() const { return option_; }
   /// The message without the option's name.
   const std::string& message() const { return message_; }

@@ -15,6 +15,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Input from outside that Codefy refuses: a request body or message, a
+/// file's contents, a path a run may not use, a shape or option a person
+/// wrote. The server answers it with 400 (or its route's 4xx), never 500.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A run was stopped by its cancellation token (thrown between batches by
 /// training, between nodes by the executor).
 class Cancelled : public Error {

@@ -1,6 +1,8 @@
 // Which folders a run's nodes may read and write (codefy serve confines them).
 #pragma once
 
+#include "util/errors.h"
+
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -12,9 +14,9 @@ namespace codefy::util {
 /// A path a run may not use, or an output that would replace a file that is
 /// not one of ours. The message names the path and, for a confined run, the
 /// folders it may use.
-class FileAccessError : public std::invalid_argument {
+class FileAccessError : public InputError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using InputError::InputError;
 };
 
 /// The folders a confined run may use. Paths are compared after resolving

@@ -6,6 +6,8 @@
 // other malformed JSON.
 #pragma once
 
+#include "util/errors.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -21,10 +23,9 @@ namespace codefy::util {
 inline constexpr int kMaxJsonDepth = 128;
 
 /// JSON input refused: not JSON, nested too deeply, or a number out of range.
-/// An invalid_argument, so every caller's "bad input" handling answers it.
-class JsonInputError : public std::invalid_argument {
+class JsonInputError : public InputError {
  public:
-  using std::invalid_argument::invalid_argument;
+  using InputError::InputError;
 };
 
 /// How deeply `text` nests arrays and objects (brackets inside strings do not

@@ -84,7 +84,7 @@ TEST(Series, BadWindowsNameTheOptionAtFault) {
     try {
       make_windows(raw, o);
       ADD_FAILURE() << option << " accepted";
-    } catch (const std::invalid_argument& e) {
+    } catch (const SeriesOptionError& e) {
       EXPECT_EQ(std::string(e.what()).rfind(option + ":", 0), 0u) << e.what();
     }
   };

@@ -48,7 +48,7 @@ TEST(JsonInput, MalformedTextAndOverflowingNumbersAreBadInputWithoutNlohmannsPre
     }
   }
   // An invalid_argument, so callers that answer bad input 400 answer this too.
-  EXPECT_THROW(parse_json("1e400"), std::invalid_argument);
+  EXPECT_THROW(parse_json("1e400"), InputError);  // bad input, under codefy::Error
   EXPECT_EQ(parse_json("{\"a\": [1, 2.5, \"x\"]}")["a"][1].get<double>(), 2.5);
 }
 
