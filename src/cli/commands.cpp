@@ -13,6 +13,7 @@
 #include "nodes/library.h"
 #include "server/api.h"
 #include "server/http_server.h"
+#include "server/protocol.h"
 #include "util/atomic_file.h"
 #include "util/file_access.h"
 #include "util/image_size.h"
@@ -473,6 +474,11 @@ int list_nodes(bool json) {
     }
     std::printf("  %-16s %s\n", t->def.name.c_str(), t->def.description.c_str());
   }
+  return kExitOk;
+}
+
+int print_protocol() {
+  std::printf("%s\n", server::protocol_schema().dump(2).c_str());
   return kExitOk;
 }
 

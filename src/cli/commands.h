@@ -71,6 +71,8 @@ int validate_graph(const std::string& path, bool json);
 int list_nodes(bool json);
 /// The layer types a SequentialModel's spec takes, with their params (json: GET /api/layers' body).
 int list_layers(bool json);
+/// `codefy protocol --json`: the run vocabulary as clients see it (server/protocol.h).
+int print_protocol();
 int show_devices(bool json);
 
 /// Starts the thread that turns SIGINT/SIGTERM into a cancellation of the

@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
   layers_cmd->add_flag("--json", layers_json, "JSON output");
 
   ServeCommand serve_opts;
+  auto* protocol_cmd = app.add_subcommand(
+      "protocol", "The run vocabulary clients see, as JSON Schema: WebSocket messages, run error kinds and codes");
+  protocol_cmd->add_flag("--json", "JSON output (the only form)");
   auto* serve_cmd = app.add_subcommand("serve", "The HTTP API for the editor and scripts");
   serve_cmd->add_option("--host", serve_opts.host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", serve_opts.port, "Port (0: any free one)")->capture_default_str();
@@ -136,6 +139,7 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return validate_graph(validate_path, validate_json);
   if (*nodes_cmd) return list_nodes(nodes_json);
   if (*layers_cmd) return list_layers(layers_json);
+  if (*protocol_cmd) return print_protocol();
   if (*devices_cmd) return show_devices(devices_json);
   if (*serve_cmd) return serve(serve_opts);
   return kExitUsage;

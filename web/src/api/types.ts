@@ -156,6 +156,38 @@ export interface ProgressEvent {
 
 export type NodeRunStatus = 'running' | 'completed' | 'cached' | 'error' | 'skipped';
 
+/**
+ * The message types /ws/execution sends. tests/protocol.test.ts checks these
+ * (and SERVER_MESSAGE_FIELDS) against what `codefy protocol --json` prints
+ * (tests/fixtures/protocol.json), so the editor's types follow the server's.
+ */
+export const SERVER_MESSAGE_TYPES = [
+  'execution_start',
+  'execution_complete',
+  'execution_error',
+  'execution_stopped',
+  'cache_cleared',
+  'warning',
+  'error',
+  'node_progress',
+  'node_status',
+] as const;
+export type ServerMessageType = (typeof SERVER_MESSAGE_TYPES)[number];
+
+/** A run's error kinds (Codefy's RunError) and a run envelope's error codes (CodefyUI's). */
+export const RUN_ERROR_KINDS = [
+  'invalid_graph',
+  'usage',
+  'node_error',
+  'out_of_memory',
+  'stopped',
+  'distributed',
+  'error',
+] as const;
+export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
+export const ENVELOPE_ERROR_CODES = ['stopped', 'out_of_memory', 'execution_error'] as const;
+export type EnvelopeErrorCode = (typeof ENVELOPE_ERROR_CODES)[number];
+
 export type ServerMessage =
   | { type: 'execution_start'; run_id?: string; server_run_id?: string }
   | { type: 'execution_complete' }
@@ -184,6 +216,31 @@ export type ServerMessage =
       image?: string;
       output_summary?: unknown;
     };
+
+type MessageOf<T extends ServerMessageType> = Extract<ServerMessage, { type: T }>;
+/** Each message type's fields besides `type`: the type check keeps them names the union above declares. */
+export const SERVER_MESSAGE_FIELDS: { [T in ServerMessageType]: readonly Exclude<keyof MessageOf<T>, 'type'>[] } = {
+  execution_start: ['run_id', 'server_run_id'],
+  execution_complete: [],
+  execution_error: ['error'],
+  execution_stopped: [],
+  cache_cleared: [],
+  warning: ['node_id', 'message'],
+  error: ['error'],
+  node_progress: ['node_id', 'progress'],
+  node_status: [
+    'node_id',
+    'status',
+    'error',
+    'field',
+    'out_of_memory',
+    'stopped',
+    'progress',
+    'log',
+    'image',
+    'output_summary',
+  ],
+};
 
 /** What the editor sends on Run (CodefyUI's execute message, the fields Codefy reads). */
 export interface ExecuteMessage extends GraphJson {
