@@ -41,10 +41,10 @@ declare -A allowed=(
   [train]="util graph"
   [model]="train util graph"
   [plot]="util graph"
-  [dist]="train device util graph"
+  [distributed]="train device util graph"
   [engine]="train device store util graph"
-  [nodes]="engine model plot dist train device store util graph"
-  [server]="engine model dist train device store util graph"
+  [nodes]="engine model plot distributed train device store util graph"
+  [server]="engine model distributed train device store util graph"
 )
 # Folders that must build without LibTorch.
 no_torch="util graph"

@@ -4,8 +4,8 @@
 #include "device/catalogue.h"
 #include "device/memory.h"
 #include "device/runtime.h"
-#include "dist/launcher.h"
-#include "dist/process_group.h"
+#include "distributed/launcher.h"
+#include "distributed/process_group.h"
 #include "engine/executor.h"
 #include "engine/run_error.h"
 #include "graph/validate.h"
@@ -141,9 +141,9 @@ int run_graph(const RunCommand& cmd) {
   Printer printer(Printer::detect(cmd.json));
   // A rank of a data-parallel world (torchrun's variables): only rank 0
   // reports; the others say only why they failed, naming themselves.
-  std::optional<dist::WorldInfo> world;
+  std::optional<distributed::WorldInfo> world;
   try {
-    world = dist::WorldInfo::from_env();
+    world = distributed::WorldInfo::from_env();
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kExitUsage;
@@ -244,14 +244,14 @@ int run_graph(const RunCommand& cmd) {
   if (world) {
     // Join the world before the graph runs. NCCL (CUDA builds that have it)
     // puts rank r on its machine's card LOCAL_RANK; else Gloo.
-    dist::ProcessGroupOptions options;
+    distributed::ProcessGroupOptions options;
     const bool cuda = settings.device.rfind("cuda", 0) == 0;
-    options.backend = dist::default_backend(cuda ? "cuda" : "cpu");
+    options.backend = distributed::default_backend(cuda ? "cuda" : "cpu");
     // A card named by --device is kept (the server names each rank's card).
     if (cuda && options.backend == "nccl" && cmd.device.find(':') == std::string::npos)
       settings.device = "cuda:" + std::to_string(world->local_rank);
     try {
-      settings.data_parallel = std::make_shared<dist::ProcessGroup>(*world, options);
+      settings.data_parallel = std::make_shared<distributed::ProcessGroup>(*world, options);
     } catch (const std::exception& e) {
       return report(RunErrorKind::kDistributed, e.what());
     }
@@ -286,7 +286,7 @@ int run_graph(const RunCommand& cmd) {
 }
 
 int launch_run(const RunCommand& cmd) {
-  dist::LaunchOptions o;
+  distributed::LaunchOptions o;
   o.nproc_per_node = cmd.nproc_per_node;
   o.nnodes = cmd.nnodes;
   o.node_rank = cmd.node_rank;
@@ -314,9 +314,9 @@ int launch_run(const RunCommand& cmd) {
     std::fflush(stdout);
   };
   std::fflush(stdout);
-  dist::LaunchResult result;
+  distributed::LaunchResult result;
   try {
-    result = dist::launch_ranks(o);
+    result = distributed::launch_ranks(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kExitRuntimeError;
@@ -418,7 +418,7 @@ int serve(const ServeCommand& cmd) {
     std::printf("  session token in %s (send it as X-CodefyUI-Token)\n", token_file.string().c_str());
     if (const size_t n = api.stale_temp_files_removed())
       std::printf("  removed %zu temporary file(s) that interrupted writes had left\n", n);
-    if (const size_t n = dist::remove_stale_world_dirs(std::filesystem::temp_directory_path()))
+    if (const size_t n = distributed::remove_stale_world_dirs(std::filesystem::temp_directory_path()))
       std::printf("  removed %zu data-parallel folder(s) that a stopped server or launcher had left\n", n);
     if (options.web_dir.empty() || !std::filesystem::is_regular_file(options.web_dir / "index.html"))
       std::printf("  the editor is not built (scripts/build.sh builds web/dist; --web-dir names another)\n");

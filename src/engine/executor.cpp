@@ -2,6 +2,7 @@
 
 #include "device/memory.h"
 #include "engine/oom.h"
+#include "util/random.h"
 #include "util/text.h"
 
 #include "graph/presets.h"
@@ -39,12 +40,8 @@ std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params,
                                {"device", settings.device}, {"seed", settings.seed}, {"upstream", upstream},
                                {"files", fingerprint},   {"verbose", settings.verbose}};
   const std::string text = what.dump();
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, twice with different bases: 128 bits
-  uint64_t h2 = 0x84222325cbf29ce4ULL;
-  for (unsigned char c : text) {
-    h = (h ^ c) * 0x100000001b3ULL;
-    h2 = (h2 ^ c) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL;
-  }
+  // FNV-1a from two bases: 128 bits, so two different nodes' keys never meet.
+  const uint64_t h = util::fnv1a(text), h2 = util::fnv1a(text, 0x84222325cbf29ce4ULL);
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h),
                 static_cast<unsigned long long>(h2));

@@ -6,6 +6,7 @@
 #include "nodes/library.h"
 #include "nodes/step_trace.h"
 #include "nodes/tensor_checks.h"
+#include "util/random.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -220,12 +221,7 @@ void register_sliding_window(NodeRegistry& r) {
 
 /// 32-bit FNV-1a of the UTF-8 bytes, mod `mod`: a hash that is the same in every process.
 int64_t fnv1a(const std::string& s, int64_t mod) {
-  uint32_t h = 0x811C9DC5u;
-  for (unsigned char byte : s) {
-    h ^= byte;
-    h *= 0x01000193u;
-  }
-  return static_cast<int64_t>(h % static_cast<uint64_t>(mod));
+  return static_cast<int64_t>(util::fnv1a32(s) % static_cast<uint64_t>(mod));
 }
 
 /// Python's str() of one list item.

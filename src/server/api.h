@@ -4,6 +4,7 @@
 #pragma once
 
 #include "server/http_message.h"
+#include "server/http_server.h"
 #include "server/routes.h"
 #include "server/run_queue.h"
 #include "store/lru.h"
@@ -67,9 +68,9 @@ struct ApiOptions {
   RunnerSettings runner;
   /// Runs that may wait in each worker's queue (`--max-queued-runs`); one
   /// more is refused with 503 (0: no limit).
-  size_t max_queued_runs = RunQueues::kDefaultMaxWaiting;
+  size_t max_queued_runs = RunQueues::kDefaultWaitingMax;
   /// Largest model file an upload may bring (CodefyUI's CODEFYUI_MAX_UPLOAD_SIZE).
-  int64_t max_upload_bytes = 524288000;
+  int64_t max_upload_bytes = kDefaultUploadBytesMax;
   store::StoreSettings stores;
 };
 

@@ -14,11 +14,15 @@ namespace codefy::server {
 
 class Api;
 
+/// The largest model file an upload may bring by default: CodefyUI's
+/// CODEFYUI_MAX_UPLOAD_SIZE default, 500 MiB.
+inline constexpr int64_t kDefaultUploadBytesMax = 524288000;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;             ///< 0: any free port (tests)
   size_t body_limit = 16u << 20;    ///< larger bodies get 413
-  size_t upload_limit = 524288000;  ///< largest file /api/models/upload takes (plus 64 KiB of form)
+  size_t upload_limit = kDefaultUploadBytesMax;  ///< largest file /api/models/upload takes (plus 64 KiB of form)
   /// Where upload bodies are received (a file each, removed once answered);
   /// empty: uploads are read into memory like other bodies.
   std::filesystem::path spool_dir;

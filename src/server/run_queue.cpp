@@ -97,10 +97,10 @@ std::vector<WorkerSpec> one_worker_each(const std::vector<std::string>& devices)
 }
 }  // namespace
 
-RunQueues::RunQueues(const std::vector<std::string>& devices, size_t max_waiting)
-    : RunQueues(one_worker_each(devices), max_waiting) {}
+RunQueues::RunQueues(const std::vector<std::string>& devices, size_t waiting_max)
+    : RunQueues(one_worker_each(devices), waiting_max) {}
 
-RunQueues::RunQueues(const std::vector<WorkerSpec>& workers, size_t max_waiting) : max_waiting_(max_waiting) {
+RunQueues::RunQueues(const std::vector<WorkerSpec>& workers, size_t waiting_max) : waiting_max_(waiting_max) {
   for (const auto& w : workers) {
     queues_[w.name].spec = w;
     for (const auto& d : w.devices) worker_of_[d] = w.name;
@@ -144,8 +144,8 @@ std::string RunQueues::submit(const std::string& device, Job job, Dropped droppe
     if (w == worker_of_.end()) throw std::invalid_argument("no worker owns device \"" + device + "\"");
     auto q = queues_.find(w->second);
     if (closing_) throw std::runtime_error("the server is shutting down");
-    if (max_waiting_ > 0 && q->second.waiting.size() >= max_waiting_)
-      throw QueueFull(w->second, q->second.waiting.size(), max_waiting_);
+    if (waiting_max_ > 0 && q->second.waiting.size() >= waiting_max_)
+      throw QueueFull(w->second, q->second.waiting.size(), waiting_max_);
     id = "run-" + std::to_string(next_id_++);
     auto run = std::make_shared<Run>();
     run->info.id = id;
@@ -250,7 +250,7 @@ nlohmann::json RunQueues::queues_json() const {
                {"ddp_ranks", q.spec.rank_devices().size()},
                {"running", q.running ? nlohmann::json(q.running->info.id) : nlohmann::json()},
                {"queued", q.waiting.size()},
-               {"max_queued", max_waiting_}};
+               {"max_queued", waiting_max_}};
   return j;
 }
 

@@ -96,14 +96,14 @@ class RunQueues {
   /// dropping thread, with no lock of the queues held.
   using Dropped = std::function<void(const std::string& run_id)>;
 
-  /// The default for `max_waiting`: runs waiting per queue (the running one not counted).
-  static constexpr size_t kDefaultMaxWaiting = 64;
+  /// The default for `waiting_max`: runs waiting per queue (the running one not counted).
+  static constexpr size_t kDefaultWaitingMax = 64;
 
   /// One queue and one worker thread per worker; each queue holds at most
-  /// `max_waiting` waiting runs (0: no limit).
-  explicit RunQueues(const std::vector<WorkerSpec>& workers, size_t max_waiting = kDefaultMaxWaiting);
+  /// `waiting_max` waiting runs (0: no limit).
+  explicit RunQueues(const std::vector<WorkerSpec>& workers, size_t waiting_max = kDefaultWaitingMax);
   /// One worker per device ("cpu", "cuda:0", ...), named after it.
-  explicit RunQueues(const std::vector<std::string>& devices, size_t max_waiting = kDefaultMaxWaiting);
+  explicit RunQueues(const std::vector<std::string>& devices, size_t waiting_max = kDefaultWaitingMax);
   /// close(), if not done yet.
   ~RunQueues();
   /// Stops every run (queued ones never start, running ones are cancelled and
@@ -115,7 +115,7 @@ class RunQueues {
   /// Queues a job on the worker owning `device`; returns its run id.
   /// `dropped` (may be empty) hears of it if it is dropped before it starts.
   /// Throws std::invalid_argument for a device no worker owns, QueueFull when
-  /// that worker's queue already holds `max_waiting` waiting runs.
+  /// that worker's queue already holds `waiting_max` waiting runs.
   std::string submit(const std::string& device, Job job, Dropped dropped = {});
   std::optional<RunInfo> info(const std::string& run_id) const;
   /// All runs known, oldest first (finished ones are kept, up to `kKeepFinished`).
@@ -127,7 +127,7 @@ class RunQueues {
   /// Drops the run only while it is still queued (its client went away);
   /// a running one goes on. Returns whether it was dropped.
   bool drop_queued(const std::string& run_id);
-  size_t max_waiting() const { return max_waiting_; }
+  size_t waiting_max() const { return waiting_max_; }
   /// The worker owning `device`; nullopt when none does.
   std::optional<WorkerSpec> worker_for(const std::string& device) const;
   /// Per worker: its devices, the ranks of its ddp runs, the running run's id (or null) and how many wait.
@@ -157,7 +157,7 @@ class RunQueues {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool closing_ = false;
-  size_t max_waiting_ = kDefaultMaxWaiting;  ///< per queue; 0: no limit
+  size_t waiting_max_ = kDefaultWaitingMax;  ///< per queue; 0: no limit
   uint64_t next_id_ = 1;
   std::map<std::string, Queue> queues_;               ///< by worker name
   std::map<std::string, std::string> worker_of_;      ///< device → worker name

@@ -3,7 +3,7 @@
 
 #include "device/catalogue.h"
 #include "device/runtime.h"
-#include "dist/hosted_world.h"
+#include "distributed/hosted_world.h"
 #include "engine/errors.h"
 #include "engine/graph_contract.h"
 #include "engine/value.h"
@@ -157,8 +157,8 @@ bool wants_ranks(const NodeRegistry& registry, const graph::Graph& g) {
 /// The ranks of a ddp run on a worker with several: rank 0 is the run in
 /// this process; the others run the same graph with `codefy run`.
 struct HostedRanks {
-  dist::WorldDir scratch;
-  std::unique_ptr<dist::HostedWorld> world;
+  distributed::WorldDir scratch;
+  std::unique_ptr<distributed::HostedWorld> world;
 
   /// Starts ranks 1.. on `devices[1..]` and joins as rank 0, setting up
   /// `settings` for it (its card, the world, no execution cache).
@@ -170,11 +170,11 @@ struct HostedRanks {
     const bool cards = devices.front() != "cpu";
     const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
     const int threads = std::max(1, static_cast<int>(cpus / devices.size()));
-    dist::HostedWorldOptions o;
+    distributed::HostedWorldOptions o;
     o.program = runner.program;
     o.log_dir = scratch.path();
     o.timeout = runner.dist_timeout;
-    o.group.backend = dist::default_backend(cards ? "cuda" : "cpu");
+    o.group.backend = distributed::default_backend(cards ? "cuda" : "cpu");
     for (size_t r = 1; r < devices.size(); ++r) {
       std::vector<std::string> argv = {"codefy",
                                        "run",
@@ -194,7 +194,7 @@ struct HostedRanks {
       o.helper_argv.push_back(std::move(argv));
     }
     if (cards) settings.device = devices.front();
-    world = std::make_unique<dist::HostedWorld>(o);
+    world = std::make_unique<distributed::HostedWorld>(o);
     settings.data_parallel = world->group();
     // Every rank runs every node: a node rank 0 alone took from the cache
     // would leave the others waiting in its collectives.
@@ -270,7 +270,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
         // A helper rank that failed on its own (out of memory, a node's
         // error) is the usual cause of rank 0's failure: the run reports
         // that rank's error, as the rank reported it.
-        for (const dist::HelperFailure& f : ranks->world->end_after_failure()) {
+        for (const distributed::HelperFailure& f : ranks->world->end_after_failure()) {
           std::optional<RunError> said;
           try {
             said = RunError::from_json(f.report);

@@ -95,7 +95,7 @@ class Runs {
  public:
   /// `max_queued`: runs that may wait in each worker's queue (0: no limit).
   Runs(const std::vector<WorkerSpec>& workers, const NodeRegistry& registry, Inspector& inspector,
-       std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultMaxWaiting, RunFiles files = {},
+       std::filesystem::path graphs_dir, size_t max_queued = RunQueues::kDefaultWaitingMax, RunFiles files = {},
        RunnerSettings runner = {});
   /// shutdown(), if not done yet.
   ~Runs();

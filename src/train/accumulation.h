@@ -6,6 +6,13 @@
 
 namespace codefy::train {
 
+/// What each micro-batch's loss is multiplied by when `accumulate_steps`
+/// batches make one update: 1/N for every window, the short last one too,
+/// so N batches add up to the mean over the larger batch.
+inline double accumulation_loss_scale(int64_t accumulate_steps) {
+  return 1.0 / static_cast<double>(accumulate_steps);
+}
+
 /// Splits an epoch's micro-batches into windows of `accumulate_steps`. The
 /// last window of an epoch may be short; windows never cross epochs, so an
 /// epoch always ends on an update. Every micro-batch's loss is divided by the
@@ -19,7 +26,7 @@ class AccumulationWindow {
   }
   int64_t accumulate_steps() const { return n_; }
   /// The factor each micro-batch's loss is multiplied by before backward.
-  double loss_scale() const { return 1.0 / static_cast<double>(n_); }
+  double loss_scale() const { return accumulation_loss_scale(n_); }
   /// Whether micro-batch `index` (0-based, within the epoch) completes an update.
   bool ends_update(int64_t index) const { return (index + 1) % n_ == 0 || index + 1 == batches_; }
   /// True when micro-batch `index` is the first of its window.

@@ -1,5 +1,5 @@
 // What training needs from a data-parallel world (several processes, one
-// model): who this process is, and the collectives. dist:: implements it on
+// model): who this process is, and the collectives. distributed:: implements it on
 // c10d; train:: only sees this interface.
 #pragma once
 

@@ -1,5 +1,7 @@
 #include "train/micro_batch.h"
 
+#include "train/accumulation.h"
+
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -18,7 +20,7 @@ torch::Tensor micro_batch_step(Model& model, const LossFunction& loss, const tor
   // A multiplication by 1/N, and none at N = 1: the arithmetic every earlier
   // run used, so weights stay bit-for-bit the same.
   const torch::Tensor to_backward =
-      options.accumulate_steps > 1 ? l * (1.0 / static_cast<double>(options.accumulate_steps)) : l;
+      options.accumulate_steps > 1 ? l * accumulation_loss_scale(options.accumulate_steps) : l;
   (scaler ? scaler->scale(to_backward) : to_backward).backward();
   return l.detach();
 }

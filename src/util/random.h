@@ -16,10 +16,17 @@ constexpr uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/// 64-bit FNV-1a of `text`.
-constexpr uint64_t fnv1a(std::string_view text) {
-  uint64_t h = 1469598103934665603ULL;
+/// 64-bit FNV-1a of `text`; another `basis` gives an independent hash of the same text.
+constexpr uint64_t fnv1a(std::string_view text, uint64_t basis = 1469598103934665603ULL) {
+  uint64_t h = basis;
   for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
+}
+
+/// 32-bit FNV-1a of `text` (the same in every process and on every machine).
+constexpr uint32_t fnv1a32(std::string_view text) {
+  uint32_t h = 0x811C9DC5u;
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x01000193u;
   return h;
 }
 

@@ -3,7 +3,7 @@
 # PyTorch wheel and runs tests/gpu/cuda_check.cpp on the card: device listing
 # with memory, bf16/fp16 training steps, the gradient scaler's fused path, a
 # real CUDA out-of-memory report and the cache emptied after it; then
-# tests/gpu/nccl_check.cpp: NCCL through src/dist (two ranks on two cards, or
+# tests/gpu/nccl_check.cpp: NCCL through src/distributed (two ranks on two cards, or
 # a world of one on one card, saying the 2-card case was not run).
 #
 # Needs only python3 with a CUDA PyTorch 2.x, g++, and nlohmann/json.hpp: from
@@ -51,11 +51,11 @@ g++ -o "$out/cuda_check" "$out"/obj/*.o -L"$torch_dir/lib" -Wl,-rpath,"$torch_di
 echo "running"
 "$out/cuda_check"
 
-# NCCL through Codefy's c10d process group (src/dist): two ranks on two cards,
+# NCCL through Codefy's c10d process group (src/distributed): two ranks on two cards,
 # or a world of one on a single card (said so). Built apart from the checks
 # above; a wheel without Gloo's or NCCL's headers reports that and stops here.
 cards=$("$PY" -c 'import torch; print(torch.cuda.device_count())')
-dist_sources=(src/dist/process_group.cpp src/dist/gradient_reducer.cpp src/dist/launcher.cpp
+dist_sources=(src/distributed/process_group.cpp src/distributed/gradient_reducer.cpp src/distributed/launcher.cpp
               src/train/grad_buffer.cpp tests/gpu/nccl_check.cpp)
 mkdir -p "$out/dist"
 echo "compiling the NCCL check"

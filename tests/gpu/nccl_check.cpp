@@ -3,8 +3,8 @@
 // child on cuda:1) all-reduce and average a gradient buffer; with one, a
 // world of one runs the same calls and says the 2-card case was not run.
 //   nccl_check CARDS   (the card count, read by the caller before CUDA starts here)
-#include "dist/launcher.h"
-#include "dist/process_group.h"
+#include "distributed/launcher.h"
+#include "distributed/process_group.h"
 #include "train/grad_buffer.h"
 
 #include <torch/torch.h>
@@ -23,15 +23,15 @@ using namespace codefy;
 std::string rank_main(int rank, int world, uint16_t port) {
   std::string failures;
   try {
-    dist::WorldInfo w;
+    distributed::WorldInfo w;
     w.rank = rank;
     w.world_size = world;
     w.local_rank = rank;
     w.master_port = port;
     w.timeout = std::chrono::seconds(60);
-    dist::ProcessGroupOptions o;
+    distributed::ProcessGroupOptions o;
     o.backend = "nccl";
-    dist::ProcessGroup group(w, o);
+    distributed::ProcessGroup group(w, o);
     const auto on = torch::TensorOptions().device(torch::Device(torch::kCUDA, static_cast<int8_t>(rank)));
     const torch::Tensor t = torch::full({1000}, static_cast<float>(rank + 1), on);
     group.all_reduce_sum({t});
@@ -53,11 +53,11 @@ std::string rank_main(int rank, int world, uint16_t port) {
 
 int main(int argc, char** argv) {
   const int cards = argc > 1 ? std::stoi(argv[1]) : 1;
-  if (!dist::has_nccl()) {
+  if (!distributed::has_nccl()) {
     std::printf("FAIL this CUDA LibTorch build has no NCCL (or nccl.h was not found when compiling)\n");
     return 1;
   }
-  const uint16_t port = dist::find_free_port("127.0.0.1");
+  const uint16_t port = distributed::find_free_port("127.0.0.1");
   const int world = cards >= 2 ? 2 : 1;
   pid_t child = -1;
   if (world == 2) {

@@ -107,7 +107,7 @@ TEST(RunQueues, DroppedRunsAreToldAndAFullQueueRefuses) {
   std::string running, a, b;
   {
     RunQueues q({"cpu"}, 2);
-    EXPECT_EQ(q.max_waiting(), 2u);
+    EXPECT_EQ(q.waiting_max(), 2u);
     running = q.submit(
         "cpu", [released](const CancellationToken&, const std::string&) { released.wait(); }, tell);
     ASSERT_TRUE(eventually([&] { return state(q, running) == RunState::kRunning; }));

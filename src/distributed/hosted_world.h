@@ -4,8 +4,8 @@
 // keeping rank 0's events, outputs and node state in the server.
 #pragma once
 
-#include "dist/launcher.h"
-#include "dist/process_group.h"
+#include "distributed/launcher.h"
+#include "distributed/process_group.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 struct HostedWorldOptions {
   /// The arguments of ranks 1, 2, ... (argv[0] first); the world has one rank more.
@@ -73,4 +73,4 @@ class HostedWorld {
   std::shared_ptr<ProcessGroup> group_;
 };
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

@@ -3,7 +3,7 @@
 # `codefy run --nnodes 2 --node-rank i` with one rank, and they must land on
 # the weights two ranks on one machine reach. Only addresses inside the
 # namespaces are used. Exits 77 (skipped) where namespaces cannot be made.
-#   tests/dist/two_machines.sh CODEFY_BINARY
+#   tests/distributed/two_machines.sh CODEFY_BINARY
 set -uo pipefail
 codefy="$1"
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -1,7 +1,7 @@
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
-#include "dist/gradient_reducer.h"
-#include "dist/launcher.h"
+#include "distributed/gradient_reducer.h"
+#include "distributed/launcher.h"
 
 // Debian's LibTorch has Gloo compiled in; its c10d header needs this macro
 // and libgloo-dev's headers.
@@ -37,7 +37,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 namespace {
 
@@ -368,4 +368,4 @@ std::shared_ptr<train::GradientReducer> ProcessGroup::make_gradient_reducer() {
   return std::make_shared<BucketedGradientReducer>(*this, bucket_bytes_);
 }
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

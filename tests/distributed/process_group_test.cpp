@@ -1,7 +1,7 @@
 // The c10d process group with real processes: a forked child is rank 1.
 #include "../common/test_util.h"
-#include "dist/launcher.h"
-#include "dist/process_group.h"
+#include "distributed/launcher.h"
+#include "distributed/process_group.h"
 #include "train/grad_buffer.h"
 
 #include <torch/torch.h>
@@ -18,7 +18,7 @@
 #include <fstream>
 #include <thread>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -291,4 +291,4 @@ TEST(WorldDir, FoldersOfProcessesThatAreGoneAreRemovedOthersStay) {
 }
 
 }  // namespace
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

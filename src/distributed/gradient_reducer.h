@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 class ProcessGroup;
 
@@ -28,4 +28,4 @@ class BucketedGradientReducer : public train::GradientReducer {
   int64_t updates_ = 0;
 };
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

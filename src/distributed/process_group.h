@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 /// The default time a rank waits for the others (rendezvous, a collective).
 inline constexpr std::chrono::milliseconds kDefaultTimeout{60000};
@@ -103,4 +103,4 @@ class ProcessGroup : public train::DataParallel {
   std::unique_ptr<State> state_;
 };
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

@@ -1,4 +1,4 @@
-#include "dist/launcher.h"
+#include "distributed/launcher.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 
 extern char** environ;
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 namespace {
 
@@ -338,4 +338,4 @@ LaunchResult launch_ranks(const LaunchOptions& o) {
   return result;
 }
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

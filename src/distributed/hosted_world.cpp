@@ -1,4 +1,4 @@
-#include "dist/hosted_world.h"
+#include "distributed/hosted_world.h"
 
 #include <nlohmann/json.hpp>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 namespace {
 
@@ -110,4 +110,4 @@ std::vector<HelperFailure> HostedWorld::end_after_failure() {
   return failed;
 }
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

@@ -1,13 +1,13 @@
-#include "dist/gradient_reducer.h"
+#include "distributed/gradient_reducer.h"
 
-#include "dist/process_group.h"
+#include "distributed/process_group.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 BucketedGradientReducer::BucketedGradientReducer(ProcessGroup& group, int64_t bucket_bytes)
     : group_(group), bucket_bytes_(std::max<int64_t>(bucket_bytes, 1)) {}
@@ -34,4 +34,4 @@ void BucketedGradientReducer::reduce(train::GradBuffer& grads) {
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace codefy::dist {
+namespace codefy::distributed {
 
 /// How to start this machine's ranks.
 struct LaunchOptions {
@@ -143,4 +143,4 @@ class RankProcesses {
 /// std::runtime_error when the master port is taken or a rank cannot start.
 LaunchResult launch_ranks(const LaunchOptions& options);
 
-}  // namespace codefy::dist
+}  // namespace codefy::distributed
