@@ -137,6 +137,39 @@ int validate_graph(const std::string& path, bool json) {
   return kExitInvalidGraph;
 }
 
+namespace {
+
+/// Joins the data-parallel world before the graph runs. NCCL (CUDA builds
+/// that have it) puts rank r on its machine's card LOCAL_RANK; else Gloo.
+void join_world(const distributed::WorldInfo& world, const RunCommand& cmd, RunSettings& settings) {
+  distributed::ProcessGroupOptions options;
+  const bool cuda = settings.device.rfind("cuda", 0) == 0;
+  options.backend = distributed::default_backend(cuda ? "cuda" : "cpu");
+  // A card named by --device is kept (the server names each rank's card).
+  if (cuda && options.backend == "nccl" && cmd.device.find(':') == std::string::npos)
+    settings.device = "cuda:" + std::to_string(world.local_rank);
+  settings.data_parallel = std::make_shared<distributed::ProcessGroup>(world, options);
+}
+
+/// A run that ended well: its pictures as files, its results printed (a JSON line with --json).
+void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result,
+                      Printer& printer) {
+  write_artifacts(prepared, result, cmd.out_dir, printer);
+  const auto results = results_json(prepared, result);
+  if (cmd.json) {
+    printer.emit_json({{"event", "execution_complete"},
+                       {"status", "ok"},
+                       {"seconds", result.seconds},
+                       {"results", results},
+                       {"peak_cpu_bytes", result.peak_cpu_bytes}});
+  } else {
+    print_results(results);
+    std::printf("Done in %.1f s\n", result.seconds);
+  }
+}
+
+}  // namespace
+
 int run_graph(const RunCommand& cmd) {
   Printer printer(Printer::detect(cmd.json));
   // A rank of a data-parallel world (torchrun's variables): only rank 0
@@ -242,35 +275,15 @@ int run_graph(const RunCommand& cmd) {
   settings.cancel = current_token();
   settings.observer = quiet ? nullptr : &printer;
   if (world) {
-    // Join the world before the graph runs. NCCL (CUDA builds that have it)
-    // puts rank r on its machine's card LOCAL_RANK; else Gloo.
-    distributed::ProcessGroupOptions options;
-    const bool cuda = settings.device.rfind("cuda", 0) == 0;
-    options.backend = distributed::default_backend(cuda ? "cuda" : "cpu");
-    // A card named by --device is kept (the server names each rank's card).
-    if (cuda && options.backend == "nccl" && cmd.device.find(':') == std::string::npos)
-      settings.device = "cuda:" + std::to_string(world->local_rank);
     try {
-      settings.data_parallel = std::make_shared<distributed::ProcessGroup>(*world, options);
+      join_world(*world, cmd, settings);
     } catch (const std::exception& e) {
       return report(RunErrorKind::kDistributed, e.what());
     }
   }
   try {
-    RunResult result = Executor(nodes::builtin()).run(prepared, settings);
-    if (quiet) return kExitOk;
-    write_artifacts(prepared, result, cmd.out_dir, printer);
-    const auto results = results_json(prepared, result);
-    if (cmd.json) {
-      printer.emit_json({{"event", "execution_complete"},
-                         {"status", "ok"},
-                         {"seconds", result.seconds},
-                         {"results", results},
-                         {"peak_cpu_bytes", result.peak_cpu_bytes}});
-    } else {
-      print_results(results);
-      std::printf("Done in %.1f s\n", result.seconds);
-    }
+    const RunResult result = Executor(nodes::builtin()).run(prepared, settings);
+    if (!quiet) report_completed(cmd, prepared, result, printer);
     return kExitOk;
   } catch (const Cancelled&) {
     if (quiet) {

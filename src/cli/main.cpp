@@ -5,18 +5,12 @@
 
 #include <CLI/CLI.hpp>
 
-int main(int argc, char** argv) {
-  using namespace codefy::cli;
-  using codefy::kExitOk;
-  using codefy::kExitUsage;
-  codefy::device::tune_allocator();
-  codefy::device::install_counting_allocator();  // before the first tensor: live/peak bytes, the CPU budget
-  install_signal_handling();
+namespace {
 
-  CLI::App app{"Codefy: visual, node-based deep-learning training on LibTorch"};
-  app.require_subcommand(1);
+using namespace codefy::cli;
 
-  RunCommand run;
+/// `codefy run` and its options, filling `run`.
+CLI::App* add_run_command(CLI::App& app, RunCommand& run) {
   auto* run_cmd = app.add_subcommand("run", "Validate and train a graph.json");
   run_cmd->add_option("graph", run.graph_path, "Graph file")->required();
   run_cmd->add_option("--device", run.device, "Device for every node: auto, cpu, cuda, cuda:N, mps");
@@ -59,26 +53,11 @@ int main(int argc, char** argv) {
                    "Seconds a rank waits for the others (rendezvous, all-reduce) before it fails")
       ->check(CLI::Range(1, 7 * 24 * 3600))
       ->capture_default_str();
+  return run_cmd;
+}
 
-  std::string validate_path;
-  bool validate_json = false;
-  auto* validate_cmd = app.add_subcommand("validate", "Check a graph.json without running it");
-  validate_cmd->add_option("graph", validate_path, "Graph file")->required();
-  validate_cmd->add_flag("--json", validate_json, "Issues as JSON");
-
-  bool nodes_json = false;
-  auto* nodes_cmd = app.add_subcommand("nodes", "List node types (--json: CodefyUI's /api/nodes shape)");
-  nodes_cmd->add_flag("--json", nodes_json, "JSON output");
-
-  bool layers_json = false;
-  auto* layers_cmd =
-      app.add_subcommand("layers", "List the layer types a SequentialModel's spec takes (--json: /api/layers' shape)");
-  layers_cmd->add_flag("--json", layers_json, "JSON output");
-
-  ServeCommand serve_opts;
-  auto* protocol_cmd = app.add_subcommand(
-      "protocol", "The run vocabulary clients see, as JSON Schema: WebSocket messages, run error kinds and codes");
-  protocol_cmd->add_flag("--json", "JSON output (the only form)");
+/// `codefy serve` and its options, filling `serve_opts`.
+CLI::App* add_serve_command(CLI::App& app, ServeCommand& serve_opts) {
   auto* serve_cmd = app.add_subcommand("serve", "The HTTP API for the editor and scripts");
   serve_cmd->add_option("--host", serve_opts.host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", serve_opts.port, "Port (0: any free one)")->capture_default_str();
@@ -122,6 +101,45 @@ int main(int argc, char** argv) {
       ->add_option("--config", serve_opts.config,
                    "JSON file with \"workers\" {NAME: [DEVICE...]} and \"memory_budget_mb\" {DEVICE: MB}")
       ->check(CLI::ExistingFile);
+  return serve_cmd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace codefy::cli;
+  using codefy::kExitOk;
+  using codefy::kExitUsage;
+  codefy::device::tune_allocator();
+  codefy::device::install_counting_allocator();  // before the first tensor: live/peak bytes, the CPU budget
+  install_signal_handling();
+
+  CLI::App app{"Codefy: visual, node-based deep-learning training on LibTorch"};
+  app.require_subcommand(1);
+
+  RunCommand run;
+  auto* run_cmd = add_run_command(app, run);
+
+  std::string validate_path;
+  bool validate_json = false;
+  auto* validate_cmd = app.add_subcommand("validate", "Check a graph.json without running it");
+  validate_cmd->add_option("graph", validate_path, "Graph file")->required();
+  validate_cmd->add_flag("--json", validate_json, "Issues as JSON");
+
+  bool nodes_json = false;
+  auto* nodes_cmd = app.add_subcommand("nodes", "List node types (--json: CodefyUI's /api/nodes shape)");
+  nodes_cmd->add_flag("--json", nodes_json, "JSON output");
+
+  bool layers_json = false;
+  auto* layers_cmd =
+      app.add_subcommand("layers", "List the layer types a SequentialModel's spec takes (--json: /api/layers' shape)");
+  layers_cmd->add_flag("--json", layers_json, "JSON output");
+
+  ServeCommand serve_opts;
+  auto* protocol_cmd = app.add_subcommand(
+      "protocol", "The run vocabulary clients see, as JSON Schema: WebSocket messages, run error kinds and codes");
+  protocol_cmd->add_flag("--json", "JSON output (the only form)");
+  auto* serve_cmd = add_serve_command(app, serve_opts);
 
   bool devices_json = false;
   auto* devices_cmd = app.add_subcommand("devices", "Devices, threads and the BLAS in use");

@@ -48,6 +48,33 @@ std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params,
   return spec.id + "#" + buf;
 }
 
+/// What flows into node `id` along its data edges from the nodes that ran.
+struct NodeInputs {
+  ValueMap values;
+  std::map<std::string, InputSource> sources;
+  std::vector<std::string> upstream;  ///< "port<-source_port@source_key", for its cache key
+  bool upstream_cacheable = true;     ///< every source has a cache key
+};
+
+NodeInputs gather_inputs(const graph::Graph& g, const std::string& id,
+                         const std::map<std::string, ValueMap>& outputs, std::map<std::string, std::string>& keys) {
+  NodeInputs in;
+  for (const auto& e : g.edges) {
+    if (e.target != id || e.kind != graph::EdgeKind::kData) continue;
+    auto src = outputs.find(e.source);
+    if (src == outputs.end()) continue;
+    auto v = src->second.find(e.source_handle);
+    if (v != src->second.end()) {
+      in.values[e.target_handle] = v->second;
+      in.sources[e.target_handle] = InputSource{e.source, g.node(e.source)->type, e.source_handle};
+    }
+    const std::string& k = keys[e.source];
+    in.upstream_cacheable = in.upstream_cacheable && !k.empty();
+    in.upstream.push_back(e.target_handle + "<-" + e.source_handle + "@" + k);
+  }
+  return in;
+}
+
 }  // namespace
 
 PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry, Checks checks) {
@@ -83,23 +110,11 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       const NodeType* type = registry_.get(spec.type);
       const NodeRef ref{g.name, spec.id, spec.type};
 
-      ValueMap inputs;
-      std::map<std::string, InputSource> sources;
-      bool upstream_cacheable = true;
-      std::vector<std::string> upstream;
-      for (const auto& e : g.edges) {
-        if (e.target != id || e.kind != graph::EdgeKind::kData) continue;
-        auto src = result.outputs.find(e.source);
-        if (src == result.outputs.end()) continue;
-        auto v = src->second.find(e.source_handle);
-        if (v != src->second.end()) {
-          inputs[e.target_handle] = v->second;
-          sources[e.target_handle] = InputSource{e.source, g.node(e.source)->type, e.source_handle};
-        }
-        const std::string& k = keys[e.source];
-        upstream_cacheable = upstream_cacheable && !k.empty();
-        upstream.push_back(e.target_handle + "<-" + e.source_handle + "@" + k);
-      }
+      NodeInputs in = gather_inputs(g, id, result.outputs, keys);
+      ValueMap& inputs = in.values;
+      std::map<std::string, InputSource>& sources = in.sources;
+      std::vector<std::string>& upstream = in.upstream;
+      const bool upstream_cacheable = in.upstream_cacheable;
       const nlohmann::json params = fill_defaults(type->def, spec.params);
       const bool cached = settings.cache && type->def.cacheable;
       const bool persistent = settings.state_store && type->def.persistent_state;

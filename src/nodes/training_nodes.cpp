@@ -205,7 +205,8 @@ void register_scheduler(NodeRegistry& r) {
   });
 }
 
-void register_training_loop(NodeRegistry& r) {
+/// TrainingLoop's definition: ports, params and what it declares of itself.
+graph::NodeDef training_loop_def() {
   graph::NodeDef d{
       "TrainingLoop",
       "Training",
@@ -253,6 +254,64 @@ void register_training_loop(NodeRegistry& r) {
   d.memory_hints = {"", "dataloader", "precision", "accumulate_steps"};
   d.ranks_when = {"strategy", "ddp"};
   d.reports_results = true;
+  return d;
+}
+
+/// strategy ddp: joins the run's data-parallel world (o.data_parallel) and
+/// gives this rank's shard of `loader`, by DistributedSampler's rules; without
+/// a world of two or more, says so and gives `loader` itself.
+train::DataLoaderPtr shard_for_ranks(NodeContext& ctx, const train::DataLoaderPtr& loader, train::TrainOptions& o) {
+  if (ctx.param_string("strategy") != "ddp") return loader;
+  const auto& world = ctx.run().data_parallel;
+  if (!world) {
+    ctx.warn(
+        "strategy ddp needs several processes and this run is one (start it with `codefy run "
+        "--nproc-per-node N`, or queue it to a server worker with several: two or more cards, or "
+        "`codefy serve --worker cpu2=cpu*2`); training in a single process");
+    return loader;
+  }
+  if (world->world_size() < 2) {
+    ctx.warn("strategy ddp with a world of 1 process: training in a single process");
+    return loader;
+  }
+  o.data_parallel = world;
+  auto shard = loader->options();
+  shard.num_replicas = world->world_size();
+  shard.rank = world->rank();
+  return std::make_shared<const train::DataLoader>(loader->dataset_ptr(), shard);
+}
+
+/// A resume_state input: where the saved run was (epoch, counters, seeds,
+/// schedule, scaler) goes into `o`, and the data order continues with the
+/// saved run's seed (a new `train_loader` when it differs).
+void apply_resume(NodeContext& ctx, const nlohmann::json& resume_json, const train::DataLoader& loader,
+                  train::DataLoaderPtr& train_loader, train::TrainOptions& o) {
+  train::ResumeState resume;
+  try {
+    resume = train::ResumeState::from_json(resume_json);
+  } catch (const std::invalid_argument& e) {
+    NodeContext::fail_input("resume_state",
+                            std::string("expected the resume_state output of a CheckpointLoader: ") + e.what());
+  }
+  o.start_epoch = resume.last_epoch;
+  o.initial_steps = resume.total_steps;
+  o.initial_batches = resume.total_batches;
+  o.seed = resume.train_seed.value_or(o.seed);
+  o.scheduler_state = resume.scheduler_state;
+  if (o.grad_scaler_state.is_null()) o.grad_scaler_state = resume.grad_scaler_state;
+  const uint64_t data_seed = resume.data_seed.value_or(loader.options().seed);
+  if (data_seed != train_loader->options().seed) {
+    auto opts = train_loader->options();
+    opts.seed = data_seed;
+    train_loader = std::make_shared<const train::DataLoader>(train_loader->dataset_ptr(), opts);
+  }
+  if (o.start_epoch >= o.epochs)
+    ctx.warn("the checkpoint is at epoch " + std::to_string(o.start_epoch) + " and epochs is " +
+             std::to_string(o.epochs) + ": nothing left to train (epochs counts the total)");
+}
+
+void register_training_loop(NodeRegistry& r) {
+  graph::NodeDef d = training_loop_def();
   r.add(std::move(d), [](NodeContext& ctx) {
     auto model = ctx.input_as<train::ModelPtr>("model");
     const auto& loader = ctx.input_as<train::DataLoaderPtr>("dataloader");
@@ -284,25 +343,7 @@ void register_training_loop(NodeRegistry& r) {
     o.accumulate_steps = ctx.param_int("accumulate_steps");
     o.max_steps = ctx.param_int("max_steps");
     o.log_grad_norm = ctx.param_bool("log_grad_norm");
-    train::DataLoaderPtr train_loader = loader;
-    if (ctx.param_string("strategy") == "ddp") {
-      const auto& world = ctx.run().data_parallel;
-      if (!world) {
-        ctx.warn(
-            "strategy ddp needs several processes and this run is one (start it with `codefy run "
-            "--nproc-per-node N`, or queue it to a server worker with several: two or more cards, or "
-            "`codefy serve --worker cpu2=cpu*2`); training in a single process");
-      } else if (world->world_size() < 2) {
-        ctx.warn("strategy ddp with a world of 1 process: training in a single process");
-      } else {
-        o.data_parallel = world;
-        // This rank's shard, DistributedSampler's rules.
-        auto shard = loader->options();
-        shard.num_replicas = world->world_size();
-        shard.rank = world->rank();
-        train_loader = std::make_shared<const train::DataLoader>(loader->dataset_ptr(), shard);
-      }
-    }
+    train::DataLoaderPtr train_loader = shard_for_ranks(ctx, loader, o);
     // On the CPU, unless the person running it set the thread count: one
     // intra-op thread for a small model (a second one only costs there),
     // all usable CPUs for a larger one; the rule reads the model's
@@ -322,31 +363,8 @@ void register_training_loop(NodeRegistry& r) {
     }
     if (const auto* state = ctx.input_if<nlohmann::json>("grad_scaler_state")) o.grad_scaler_state = *state;
     o.seed = ctx.seed();
-    if (const auto* resume_json = ctx.input_if<nlohmann::json>("resume_state")) {
-      train::ResumeState resume;
-      try {
-        resume = train::ResumeState::from_json(*resume_json);
-      } catch (const std::invalid_argument& e) {
-        NodeContext::fail_input("resume_state",
-                                std::string("expected the resume_state output of a CheckpointLoader: ") + e.what());
-      }
-      o.start_epoch = resume.last_epoch;
-      o.initial_steps = resume.total_steps;
-      o.initial_batches = resume.total_batches;
-      o.seed = resume.train_seed.value_or(o.seed);
-      o.scheduler_state = resume.scheduler_state;
-      if (o.grad_scaler_state.is_null()) o.grad_scaler_state = resume.grad_scaler_state;
-      // The data order follows (seed, epoch): continue with the first run's seed.
-      const uint64_t data_seed = resume.data_seed.value_or(loader->options().seed);
-      if (data_seed != train_loader->options().seed) {
-        auto opts = train_loader->options();
-        opts.seed = data_seed;
-        train_loader = std::make_shared<const train::DataLoader>(train_loader->dataset_ptr(), opts);
-      }
-      if (o.start_epoch >= o.epochs)
-        ctx.warn("the checkpoint is at epoch " + std::to_string(o.start_epoch) + " and epochs is " +
-                 std::to_string(o.epochs) + ": nothing left to train (epochs counts the total)");
-    }
+    if (const auto* resume = ctx.input_if<nlohmann::json>("resume_state"))
+      apply_resume(ctx, *resume, *loader, train_loader, o);
     train::TrainHooks hooks;
     hooks.warn = [&ctx](const std::string& w) { ctx.warn(w); };
     // Each epoch event carries the peak bytes so far per device (host-side

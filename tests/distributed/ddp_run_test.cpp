@@ -1,7 +1,7 @@
 // DDP end to end: the codefy program starts two ranks (real processes, Gloo
 // over loopback) and lands on the weights one process reaches with the
 // combined batch; faults and Stop end every rank.
-#include "../engine/test_support.h"
+#include "../common/test_support.h"
 #include "train/serialize.h"
 
 #include <torch/torch.h>

@@ -4,7 +4,7 @@
 // out-of-memory drops the failing node's entries (R-OOM-2).
 #include "device/memory.h"
 #include "engine/oom.h"
-#include "test_support.h"
+#include "../common/test_support.h"
 
 #include <gtest/gtest.h>
 

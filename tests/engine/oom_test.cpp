@@ -4,7 +4,7 @@
 // retried, and a smaller batch then runs in the same process.
 #include "engine/oom.h"
 #include "device/memory.h"
-#include "test_support.h"
+#include "../common/test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@ struct BudgetReset {
 
 TEST(OutOfMemory, ADatasetPastTheBudgetIsReportedAsOutOfMemoryNotAsItsFolder) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
-    GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+    FAIL() << "Debian's dataset-fashion-mnist is missing (scripts/setup.sh installs it)";
   ASSERT_TRUE(device::install_counting_allocator());
   BudgetReset reset;
   device::set_cpu_budget(device::cpu_memory().live_bytes + (32 << 20));  // 60000 images take 188 MiB as floats

@@ -283,8 +283,8 @@ TEST(Validation, CollectsEveryProblemAtOnce) {
 
 TEST(Presets, TrainingPipelineExpandsLikeCodefyUI) {
   ASSERT_TRUE(builtin_presets().count("Training Pipeline"));
-  std::ifstream in(std::string(CODEFY_SHARED_DIR) + "/codefyui/examples/lenet-mnist-training.json");
-  if (!in) GTEST_SKIP() << "shared/codefyui fixtures not present";
+  std::ifstream in(std::string(CODEFY_SOURCE_DIR) + "/tests/fixtures/codefyui/lenet-mnist-training.json");
+  ASSERT_TRUE(in) << "tests/fixtures/codefyui/lenet-mnist-training.json is missing";
   std::stringstream ss;
   ss << in.rdbuf();
   Graph g = expand_presets(parse_graph(ss.str(), "lenet"));

@@ -77,8 +77,8 @@ TEST(SequentialModel, DefaultMnistCnnFromObject) {
 }
 
 TEST(SequentialModel, LenetExampleGraphLayers) {
-  std::ifstream file(CODEFY_SHARED_DIR "/codefyui/examples/lenet-mnist-training.json");
-  if (!file) GTEST_SKIP() << "example graph not found";
+  std::ifstream file(CODEFY_SOURCE_DIR "/tests/fixtures/codefyui/lenet-mnist-training.json");
+  ASSERT_TRUE(file) << "tests/fixtures/codefyui/lenet-mnist-training.json is missing";
   const json graph = json::parse(file);
   std::string layers;
   for (const auto& node : graph["nodes"])

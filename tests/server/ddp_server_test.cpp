@@ -2,7 +2,7 @@
 // several CPU processes (`cpu2=cpu*2`) runs rank 0 in the server and rank 1
 // as a child process of the codefy program, lands on the weights of one
 // process with the combined batch, and ends every rank on a fault or a Stop.
-#include "../engine/test_support.h"
+#include "../common/test_support.h"
 #include "device/memory.h"
 #include "fixture.h"
 

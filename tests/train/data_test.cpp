@@ -216,7 +216,7 @@ TEST(Mnist, MissingFilesListEveryPlace) {
 TEST(Mnist, RealFashionMnistTestSplit) {
   const fs::path debian = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(debian / "t10k-images-idx3-ubyte.gz") && !fs::exists(debian / "t10k-images-idx3-ubyte")) {
-    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+    FAIL() << "Debian's dataset-fashion-mnist is missing (scripts/setup.sh installs it)";
   }
   Dataset ds = load_mnist("FashionMNIST", /*train=*/false, "");
   EXPECT_EQ(ds.source, fs::canonical(debian).string());

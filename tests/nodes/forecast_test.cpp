@@ -1,6 +1,6 @@
 // The forecasting nodes (src/nodes/series_nodes.cpp) and the article's
 // workload, examples/forecast-tcn-transformer, run shortened.
-#include "test_support.h"
+#include "../common/test_support.h"
 
 #include <torch/torch.h>
 

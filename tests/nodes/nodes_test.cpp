@@ -1,9 +1,9 @@
 // Node library end to end through the executor: real data, presets, weight
 // files, pictures.
 #include "engine/executor.h"
-#include "golden_support.h"
+#include "../common/golden_support.h"
 #include "plot/plot.h"
-#include "test_support.h"
+#include "../common/test_support.h"
 #include "train/serialize.h"
 #include "util/text.h"
 
@@ -23,7 +23,7 @@ bool have_fashion_mnist() {
 }
 
 TEST(Nodes, FashionMnistCnnLearnsOnASubset) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  if (!have_fashion_mnist()) FAIL() << "Debian's dataset-fashion-mnist is missing (scripts/setup.sh installs it)";
   auto g = read_json(source_dir() / "examples/fashion-mnist/graph.json");
   set_param(g, "train_data", "max_samples", 3000);
   set_param(g, "test_data", "max_samples", 1000);
@@ -43,7 +43,7 @@ TEST(Nodes, FashionMnistCnnLearnsOnASubset) {
 }
 
 TEST(Nodes, CodefyUIPipelineExampleRuns) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  if (!have_fashion_mnist()) FAIL() << "Debian's dataset-fashion-mnist is missing (scripts/setup.sh installs it)";
   const auto dir = source_dir() / "examples/codefyui-pipeline";
   auto g = read_json(dir / "graph.json");
   for (auto& n : g["nodes"])
@@ -94,7 +94,7 @@ TEST_P(WeightFiles, SaveThenLoadIntoAFreshModelGivesTheSameWeights) {
 INSTANTIATE_TEST_SUITE_P(Formats, WeightFiles, ::testing::Values("pytorch", "safetensors"));
 
 TEST(Nodes, VisualizeFromTheCliWritesAPng) {
-  if (!have_fashion_mnist()) GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+  if (!have_fashion_mnist()) FAIL() << "Debian's dataset-fashion-mnist is missing (scripts/setup.sh installs it)";
   const auto dir = temp_dir("cli_png");
   auto g = read_json(source_dir() / "examples/fashion-mnist/graph.json");
   set_param(g, "train_data", "max_samples", 256);
@@ -315,7 +315,7 @@ namespace {
 
 TEST(Nodes, TheBetterFashionMnistExampleTrainsOnAugmentedImagesWithAOneCycleSchedule) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
-    GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed";
+    FAIL() << "Debian's dataset-fashion-mnist is missing (scripts/setup.sh installs it)";
   auto g = testing::read_json(testing::source_dir() / "examples/fashion-mnist-925/graph.json");
   testing::set_param(g, "train_data", "max_samples", 2000);
   testing::set_param(g, "test_data", "max_samples", 500);

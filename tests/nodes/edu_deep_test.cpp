@@ -3,8 +3,8 @@
 // scripts/golden/make_edu_deep_golden.py): outputs, verbose steps, seeded
 // weights, the node state store, the errors a person can hit, and the
 // lesson graphs in examples/edu-deep-*.
-#include "golden_support.h"
-#include "test_support.h"
+#include "../common/golden_support.h"
+#include "../common/test_support.h"
 
 #include <torch/torch.h>
 

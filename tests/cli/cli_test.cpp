@@ -1,6 +1,6 @@
 // The codefy binary end to end: bad graphs give specific messages and exit
 // codes (never a crash); examples run; nodes/devices print.
-#include "../engine/test_support.h"
+#include "../common/test_support.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Helpers shared by the engine and integration tests.
 #pragma once
 
-#include "../common/test_util.h"
+#include "test_util.h"
 #include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/graph.h"

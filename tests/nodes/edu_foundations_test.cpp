@@ -4,8 +4,8 @@
 // scripts/golden/make_edu_foundations_golden.py): their outputs, the steps
 // a verbose run records, their definitions, the errors a user can hit, and
 // the example graphs that use them.
-#include "golden_support.h"
-#include "test_support.h"
+#include "../common/golden_support.h"
+#include "../common/test_support.h"
 
 #include <torch/torch.h>
 
