@@ -53,12 +53,19 @@ GraphModel::GraphModel(const std::vector<std::pair<std::string, std::shared_ptr<
       input_slot_(input_slot),
       output_slot_(output_slot) {
   layers_ = register_module("layers", torch::nn::ModuleDict(modules));
+  std::vector<size_t> last_reader(slots_, steps_.size());
+  for (size_t s = 0; s < steps_.size(); ++s)
+    for (size_t i : steps_[s].inputs) last_reader[i] = s;
+  released_after_.resize(steps_.size());
+  for (size_t slot = 0; slot < slots_; ++slot)
+    if (last_reader[slot] < steps_.size() && slot != output_slot_) released_after_[last_reader[slot]].push_back(slot);
 }
 
 Tensor GraphModel::forward(const Tensor& x) {
   std::vector<Tensor> values(slots_);
   values[input_slot_] = x;
-  for (const Step& step : steps_) {
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    const Step& step = steps_[s];
     try {
       if (step.layer) {
         const Tensor& in = values[step.inputs.front()];
@@ -93,6 +100,7 @@ Tensor GraphModel::forward(const Tensor& x) {
                            (step.inputs.size() == 1 ? "failed on input of shape " : "failed on inputs of shapes ") +
                                shapes + ": " + message);
     }
+    for (size_t slot : released_after_[s]) values[slot] = Tensor();
   }
   // Whoever reads a 4-D output gets the usual layout back.
   const Tensor& out = values[output_slot_];

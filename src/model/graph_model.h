@@ -62,6 +62,10 @@ class GraphModel : public train::Model {
   torch::nn::ModuleDict layers_{nullptr};
   std::vector<Step> steps_;
   size_t slots_, input_slot_, output_slot_;
+  /// Per step, the slots it is the last reader of (the output's never): a
+  /// value goes as soon as nothing ahead reads it, so a forward without
+  /// gradients holds only what is still needed.
+  std::vector<std::vector<size_t>> released_after_;
   train::Bf16Mirrors mirrors_;
 };
 

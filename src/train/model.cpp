@@ -71,9 +71,14 @@ double forward_multiply_adds(Model& model, const torch::Tensor& batch) {
   at::RecordFunctionGuard record(true);
   const auto handle = at::addThreadLocalCallback(
       at::RecordFunctionCallback(count_product, count_convolution).needsInputs(true).needsOutputs(true));
+  // One sample, its count times the batch: every counted product grows
+  // linearly with the batch, and a whole batch's forward would hold its
+  // activations (in fp32, whatever the run's precision) at the top of the
+  // training node's memory peak.
+  const int64_t samples = batch.dim() > 0 ? batch.size(0) : 1;
   try {
     torch::NoGradGuard no_grad;
-    model.forward(batch);
+    model.forward(samples > 1 ? batch.narrow(0, 0, 1) : batch);
   } catch (...) {
     at::removeCallback(handle);
     model.train(was_training);
@@ -81,7 +86,7 @@ double forward_multiply_adds(Model& model, const torch::Tensor& batch) {
   }
   at::removeCallback(handle);
   model.train(was_training);
-  return counted_multiply_adds;
+  return counted_multiply_adds * static_cast<double>(samples);
 }
 
 }  // namespace codefy::train

@@ -33,7 +33,8 @@ int64_t count_parameters(const torch::nn::Module& m);
 /// Multiply-adds of one forward pass of `model` on `batch` (a whole batch,
 /// on the model's device), counted from the matrix products and
 /// convolutions LibTorch runs for it (addmm, mm, bmm, _convolution), without
-/// gradients and in evaluation mode (the mode is restored after).
+/// gradients and in evaluation mode (the mode is restored after). Runs one
+/// sample and scales by the batch size, so it costs a sample's memory.
 double forward_multiply_adds(Model& model, const torch::Tensor& batch);
 
 }  // namespace codefy::train

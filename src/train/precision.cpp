@@ -19,17 +19,27 @@ namespace {
 // fp32 list: a bf16 activation meets the norm's fp32 weight and the op
 // fails ("expected scalar type BFloat16 but found Float"; PyTorch 1.13 fails
 // the same way), so no Transformer could train in bf16 on a CPU. These
-// kernels run the two in fp32, as autocast runs the ops on its fp32 list
-// (LibTorch 2 takes the mixed types itself). The casts go through autograd,
-// so gradients reach the bf16 activations.
+// kernels compute the two in fp32 and hand a bf16 input's result back in
+// bf16, as LibTorch 2's mixed-type CPU kernels do: an fp32 result would turn
+// every tensor after it (a Transformer's residual stream) back to fp32 and
+// keep twice the activation memory. The casts go through autograd, so
+// gradients reach the bf16 activations.
 void norm_in_fp32(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t args = op.schema().arguments().size();
-  for (size_t i = stack->size() - args; i < stack->size(); ++i) {
+  const size_t first = stack->size() - args;
+  const bool bf16_input = (*stack)[first].isTensor() && (*stack)[first].toTensor().scalar_type() == at::kBFloat16;
+  for (size_t i = first; i < stack->size(); ++i) {
     c10::IValue& v = (*stack)[i];
     if (v.isTensor() && v.toTensor().scalar_type() == at::kBFloat16) v = v.toTensor().to(at::kFloat);
   }
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastCPU);
+  const size_t before = stack->size() - args;
   op.callBoxed(stack);
+  if (!bf16_input) return;
+  for (size_t i = before; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor() && v.toTensor().scalar_type() == at::kFloat) v = v.toTensor().to(at::kBFloat16);
+  }
 }
 
 }  // namespace

@@ -125,5 +125,24 @@ TEST(Precision, ATransformerTrainsInBf16OnTheCpuWithLayerAndGroupNorms) {
   EXPECT_LT((bf16_grad - fp32_grad).abs().max().item<double>(), 0.05 * fp32_grad.abs().max().item<double>() + 1e-3);
 }
 
+TEST(Precision, RPREC_ANormOfABf16ActivationAnswersInBf16AsLibTorch2Does) {
+  // Computed in fp32, handed back in bf16: an fp32 result would keep the
+  // rest of a Transformer's residual stream in fp32, at twice the memory.
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({16}));
+  torch::nn::GroupNorm group(torch::nn::GroupNormOptions(2, 16));
+  const torch::Tensor x = torch::randn({4, 16}).requires_grad_();
+  AutocastGuard autocast(Precision::kBf16, torch::kCPU);
+  const torch::Tensor bf16 = x.to(torch::kBFloat16);
+  const torch::Tensor y = norm(bf16);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(group(bf16).scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(norm(x).scalar_type(), torch::kFloat32);  // an fp32 input stays fp32
+  const torch::Tensor reference = torch::layer_norm(bf16.to(torch::kFloat32), {16}, norm->weight, norm->bias);
+  EXPECT_TRUE(torch::equal(y, reference.to(torch::kBFloat16)));
+  y.to(torch::kFloat32).pow(2).sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_TRUE(norm->weight.grad().defined());
+}
+
 }  // namespace
 }  // namespace codefy::train
