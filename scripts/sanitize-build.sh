@@ -2,11 +2,12 @@
 # Configures and builds a sanitizer build with clang 14 at -O1:
 #
 #   scripts/sanitize-build.sh [targets...]           ./build-sanitize: AddressSanitizer +
-#       UndefinedBehaviorSanitizer on all of Codefy's code
+#       UndefinedBehaviorSanitizer on Codefy's libraries, and libFuzzer's
+#       coverage, so the fuzz targets (fuzz/) share them
 #   scripts/sanitize-build.sh --thread [targets...]  ./build-tsan: ThreadSanitizer, the server's tests
 #
 # Targets: what to build (default: all of that build's). Used by
-# `scripts/test.sh --sanitize [thread]`.
+# `scripts/test.sh --sanitize [thread]` and `scripts/fuzz.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,14 +19,16 @@ cd "$(dirname "$0")/.."
 # out: test_model, test_device, test_plot, the rest of test_train and the
 # node-library programs (test_engine, test_layer_nodes, test_classic_nodes,
 # test_tensor_nodes, test_edu_nodes, test_dist), whose tests train models
-# through LibTorch, which is not instrumented anyway.
+# through LibTorch, which is not instrumented anyway; the layer-spec and
+# graph fuzz targets cover the parsing among them. Every library is
+# instrumented (the fuzz targets link them all).
 if [ "${1:-}" = "--thread" ]; then
   shift
   dir=build-tsan
   options=(-DCODEFY_SANITIZE=thread -DCODEFY_FUZZ=OFF -DCODEFY_TEST_PROGRAMS=test_server)
 else
   dir=build-sanitize
-  options=(-DCODEFY_SANITIZE=address,undefined
+  options=(-DCODEFY_SANITIZE=address,undefined -DCODEFY_FUZZ=ON
            "-DCODEFY_TEST_PROGRAMS=test_util;test_graph;test_store;test_train_readers;test_server")
 fi
 
