@@ -20,6 +20,8 @@ packages=(
   chromium                # the editor's browser tests (Playwright drives it; it never downloads a browser)
   iproute2                # ss: the DDP tests check which addresses the ranks listen on
   fonts-noto-cjk          # Chinese glyphs for the editor in Traditional Chinese (its browser tests and screenshots)
+  clang-14                # the sanitizer build and the fuzz targets (scripts/test.sh --sanitize, scripts/fuzz.sh): libFuzzer is clang's
+  libclang-rt-14-dev      # clang's runtimes for them: libFuzzer, AddressSanitizer, UndefinedBehaviorSanitizer, ThreadSanitizer
 )
 # The editor (web/) builds with Node.js and npm: Debian's only when the machine has none.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

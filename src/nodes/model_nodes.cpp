@@ -41,7 +41,11 @@ void register_sequential_model(NodeRegistry& r) {
 int64_t int_param(const graph::NodeSpec& n, const char* name, int64_t fallback) {
   const auto it = n.params.find(name);
   if (it == n.params.end()) return fallback;
-  if (it->is_number()) return it->get<int64_t>();
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_float()) {  // converted only within int64's range: past it the conversion is undefined
+    const double d = it->get<double>();
+    return d > -9.2e18 && d < 9.2e18 ? static_cast<int64_t>(d) : fallback;
+  }
   if (it->is_string()) {
     try {
       return std::stoll(it->get<std::string>());
