@@ -32,7 +32,8 @@ void csv(std::string_view data) {
   if ((flags & 4) && table && !table->header.empty()) options.target_column = table->header.front();
   try {
     const train::Dataset ds = train::load_csv(path, options);
-    check(ds.inputs.dim() == 2 && ds.inputs.size(0) == ds.targets.size(0), "load_csv: inputs and targets differ in rows");
+    check(ds.inputs.dim() == 2 && ds.inputs.size(0) == ds.targets.size(0),
+          "load_csv: inputs and targets differ in rows");
     // load_csv reads a header row: its data rows are those of the table read with one.
     if (table && (flags & 1))
       check(ds.inputs.size(0) == static_cast<int64_t>(table->rows.size()),

@@ -19,8 +19,8 @@ struct Target {
 };
 
 constexpr Target kTargets[] = {
-    {"graph", graph}, {"layers", layers}, {"pickle", pickle},         {"safetensors", safetensors},
-    {"multipart", multipart}, {"csv", csv}, {"ws_execute", ws_execute},
+    {"graph", graph},         {"layers", layers}, {"pickle", pickle},         {"safetensors", safetensors},
+    {"multipart", multipart}, {"csv", csv},       {"ws_execute", ws_execute},
 };
 
 void (*chosen)(std::string_view) = nullptr;

@@ -21,6 +21,8 @@ packages=(
   iproute2                # ss: the DDP tests check which addresses the ranks listen on
   fonts-noto-cjk          # Chinese glyphs for the editor in Traditional Chinese (its browser tests and screenshots)
   clang-14                # the sanitizer build and the fuzz targets (scripts/test.sh --sanitize, scripts/fuzz.sh): libFuzzer is clang's
+  clang-format-14         # the house style, checked by ctest (scripts/format.sh --check)
+  clang-tidy-14           # bugprone-* and performance-* checks over src/ (scripts/tidy.sh)
   libclang-rt-14-dev      # clang's runtimes for them: libFuzzer, AddressSanitizer, UndefinedBehaviorSanitizer, ThreadSanitizer
 )
 # The editor (web/) builds with Node.js and npm: Debian's only when the machine has none.

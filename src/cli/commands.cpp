@@ -143,22 +143,24 @@ namespace {
 void print_plan(const MemoryPlan& plan) {
   using device::format_bytes;
   for (const TrainingPlan& p : plan.plans) {
-    std::printf("Memory plan of %s (%s) in \"%s\" on %s, measured in %.1f s\n", p.node_type.c_str(),
-                p.node_id.c_str(), plan.graph.c_str(), p.device.c_str(), p.seconds);
+    std::printf("Memory plan of %s (%s) in \"%s\" on %s, measured in %.1f s\n", p.node_type.c_str(), p.node_id.c_str(),
+                plan.graph.c_str(), p.device.c_str(), p.seconds);
     std::printf("  memory available: %s (%s)\n", format_bytes(p.available_bytes).c_str(), p.available_source.c_str());
     std::printf("  measured, %s:", p.precision.c_str());
     for (const auto& m : p.model.measured)
-      std::printf(" micro-batch %lld -> %s;", static_cast<long long>(m.micro_batch), format_bytes(m.peak_bytes).c_str());
-    std::printf("\n  fixed %s (weights %s, gradients %s, optimizer state %s, data and workspace the rest) + %s per "
-                "sample\n",
-                format_bytes(p.model.fixed_bytes).c_str(), format_bytes(p.parameter_bytes).c_str(),
-                format_bytes(p.gradient_bytes).c_str(), format_bytes(p.optimizer_state_bytes).c_str(),
-                format_bytes(p.model.per_sample_bytes).c_str());
-    std::printf("  as it stands: %s, %s.%s %lld x accumulate_steps %lld (effective batch %lld): predicted peak %s, %s\n",
-                p.precision.c_str(), p.batch_node_id.c_str(), p.batch_param.c_str(),
-                static_cast<long long>(p.micro_batch), static_cast<long long>(p.accumulate_steps),
-                static_cast<long long>(p.effective_batch), format_bytes(p.predicted_peak_bytes).c_str(),
-                p.fits ? "fits" : "does NOT fit");
+      std::printf(" micro-batch %lld -> %s;", static_cast<long long>(m.micro_batch),
+                  format_bytes(m.peak_bytes).c_str());
+    std::printf(
+        "\n  fixed %s (weights %s, gradients %s, optimizer state %s, data and workspace the rest) + %s per "
+        "sample\n",
+        format_bytes(p.model.fixed_bytes).c_str(), format_bytes(p.parameter_bytes).c_str(),
+        format_bytes(p.gradient_bytes).c_str(), format_bytes(p.optimizer_state_bytes).c_str(),
+        format_bytes(p.model.per_sample_bytes).c_str());
+    std::printf(
+        "  as it stands: %s, %s.%s %lld x accumulate_steps %lld (effective batch %lld): predicted peak %s, %s\n",
+        p.precision.c_str(), p.batch_node_id.c_str(), p.batch_param.c_str(), static_cast<long long>(p.micro_batch),
+        static_cast<long long>(p.accumulate_steps), static_cast<long long>(p.effective_batch),
+        format_bytes(p.predicted_peak_bytes).c_str(), p.fits ? "fits" : "does NOT fit");
     if (p.max_micro_batch < 0)
       std::printf("  largest micro-batch that fits: any (nothing measured grows with it)\n");
     else
@@ -231,8 +233,7 @@ void join_world(const distributed::WorldInfo& world, const RunCommand& cmd, RunS
 }
 
 /// A run that ended well: its pictures as files, its results printed (a JSON line with --json).
-void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result,
-                      Printer& printer) {
+void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result, Printer& printer) {
   write_artifacts(prepared, result, cmd.out_dir, printer);
   const auto results = results_json(prepared, result);
   if (cmd.json) {

@@ -38,7 +38,7 @@ struct RunCommand {
 struct PlanCommand {
   std::string graph_path;
   std::string device;
-  int64_t budget_mb = 0;              ///< 0: the CPU budget in force, else the device's free memory
+  int64_t budget_mb = 0;               ///< 0: the CPU budget in force, else the device's free memory
   int64_t target_effective_batch = 0;  ///< 0: each TrainingLoop's own
   double margin = 0.1;
   int64_t memory_budget_mb = -1;  ///< -1: --budget-mb, else from the environment

@@ -59,8 +59,9 @@ CLI::App* add_run_command(CLI::App& app, RunCommand& run) {
 /// `codefy plan` and its options, filling `plan`.
 CLI::App* add_plan_command(CLI::App& app, PlanCommand& plan) {
   auto* cmd = app.add_subcommand(
-      "plan", "Predict each TrainingLoop's peak memory, the largest micro-batch that fits and the accumulation that "
-              "keeps the batch (measures a few real steps; the graph is not changed)");
+      "plan",
+      "Predict each TrainingLoop's peak memory, the largest micro-batch that fits and the accumulation that "
+      "keeps the batch (measures a few real steps; the graph is not changed)");
   cmd->add_option("graph", plan.graph_path, "Graph file")->required();
   cmd->add_option("--device", plan.device, "Device for every node: auto, cpu, cuda, cuda:N, mps");
   cmd->add_option("--budget-mb", plan.budget_mb,

@@ -109,7 +109,8 @@ void CountingAllocator::release(void* data) {
 }  // namespace
 
 bool is_out_of_memory(const std::exception& e) {
-  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
+  return dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr ||
+         dynamic_cast<const std::bad_alloc*>(&e) != nullptr;
 }
 
 bool install_counting_allocator() {

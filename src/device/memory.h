@@ -48,8 +48,8 @@ struct MemoryReading {
   int64_t peak_bytes = 0;
   std::optional<int64_t> reserved_bytes;       ///< CUDA caching allocator
   std::optional<int64_t> peak_reserved_bytes;  ///< CUDA: highest reserved since the last reset_peak
-  std::optional<int64_t> total_bytes;     ///< the card (CUDA), the budget (CPU, when set)
-  bool counted = false;                   ///< false: no counter for this device
+  std::optional<int64_t> total_bytes;          ///< the card (CUDA), the budget (CPU, when set)
+  bool counted = false;                        ///< false: no counter for this device
 };
 MemoryReading read_memory(c10::Device device);
 /// Resets the peak of `device` (CPU: the counter; CUDA: the caching allocator's).

@@ -35,8 +35,8 @@ struct HostedWorldOptions {
 struct HelperFailure {
   int rank = 0;
   int exit_code = 0;
-  std::string exited;            ///< "rank 1 (pid 12) was killed by signal 9 (Killed)"
-  nlohmann::json report;         ///< the rank's own RunError, as JSON
+  std::string exited;     ///< "rank 1 (pid 12) was killed by signal 9 (Killed)"
+  nlohmann::json report;  ///< the rank's own RunError, as JSON
   /// "rank 1 (exit code 6): <what it reported, else how it exited>".
   std::string describe() const;
 };

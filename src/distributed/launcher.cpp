@@ -45,8 +45,7 @@ void close_from(int first, rlim_t max_fd) {
 std::string describe_status(int rank, pid_t pid, int status) {
   const std::string who = "rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
   if (WIFSIGNALED(status))
-    return who + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) +
-           ")";
+    return who + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   return who + " exited with code " + std::to_string(WEXITSTATUS(status));
 }
 
@@ -74,8 +73,7 @@ int bind_tcp_socket(const std::string& address, uint16_t port) {
     close(fd);
   }
   freeaddrinfo(found);
-  throw std::runtime_error("the master port " + std::to_string(port) + " on " + address +
-                           " cannot be used: " + error +
+  throw std::runtime_error("the master port " + std::to_string(port) + " on " + address + " cannot be used: " + error +
                            (port != 0 ? " (another run may hold it; choose another --master-port)" : ""));
 }
 
@@ -136,9 +134,9 @@ std::vector<std::string> environment_without_world() {
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     const std::string key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" ||
-        key == "MASTER_PORT" || key == "CODEFY_DIST_TIMEOUT_S" || key == "LOCAL_WORLD_SIZE" ||
-        key == "CODEFY_RENDEZVOUS_FILE" || key == "CODEFY_RANK_REPORT")
+    if (key == "RANK" || key == "LOCAL_RANK" || key == "WORLD_SIZE" || key == "MASTER_ADDR" || key == "MASTER_PORT" ||
+        key == "CODEFY_DIST_TIMEOUT_S" || key == "LOCAL_WORLD_SIZE" || key == "CODEFY_RENDEZVOUS_FILE" ||
+        key == "CODEFY_RANK_REPORT")
       continue;
     env.push_back(kv);
   }
@@ -268,8 +266,8 @@ std::vector<RankExit> RankProcesses::end_within(std::chrono::milliseconds grace)
 std::string RankProcesses::describe() const {
   std::string text;
   for (const auto& [pid, rank] : running_)
-    text += (text.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " (pid " + std::to_string(pid) +
-            ")";
+    text +=
+        (text.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
   return text;
 }
 

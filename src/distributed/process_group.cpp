@@ -8,8 +8,8 @@
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
 #endif
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 // NCCL only where this LibTorch was built for CUDA and NCCL's header is there.
 #if defined(CODEFY_WITH_CUDA) && __has_include(<nccl.h>) && \
@@ -30,8 +30,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -51,8 +51,8 @@ std::optional<int64_t> env_int(const char* name, int64_t lo, int64_t hi) {
     if (used == std::string(v).size() && x >= lo && x <= hi) return x;
   } catch (const std::exception&) {
   }
-  throw std::invalid_argument(std::string(name) + "=\"" + v + "\" is not an integer in [" + std::to_string(lo) +
-                              ", " + std::to_string(hi) + "]");
+  throw std::invalid_argument(std::string(name) + "=\"" + v + "\" is not an integer in [" + std::to_string(lo) + ", " +
+                              std::to_string(hi) + "]");
 }
 
 /// The heartbeat key of a rank: "<count>|<activity>".
@@ -232,9 +232,8 @@ void ProcessGroup::connect_tcp_store() {
     if (world_.rank == 0)
       throw std::runtime_error("rank 0 cannot host the rendezvous store on " + where + ": " + first_line(e) +
                                " (is another run using this port? choose another --master-port)");
-    throw std::runtime_error("rank " + std::to_string(world_.rank) + " cannot reach the rendezvous store on " +
-                             where + " within " + std::to_string(world_.timeout.count() / 1000) +
-                             " s: " + first_line(e));
+    throw std::runtime_error("rank " + std::to_string(world_.rank) + " cannot reach the rendezvous store on " + where +
+                             " within " + std::to_string(world_.timeout.count() / 1000) + " s: " + first_line(e));
   }
   // The heartbeat thread's own client.
   so.isServer = false;
@@ -265,8 +264,8 @@ void ProcessGroup::fail(const std::string& what, const std::exception& cause) {
     std::lock_guard<std::mutex> lock(state_->mutex);
     activity = state_->activity;
   }
-  std::string message = "rank " + std::to_string(world_.rank) + " failed in " + what + " (" + activity +
-                        "): " + first_line(cause) + ". ";
+  std::string message =
+      "rank " + std::to_string(world_.rank) + " failed in " + what + " (" + activity + "): " + first_line(cause) + ". ";
   // Which rank stopped answering: read every heartbeat twice, a second and a
   // half apart; a rank whose count did not move is dead or stuck.
   try {

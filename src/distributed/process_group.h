@@ -55,9 +55,9 @@ struct ProcessGroupOptions {
   int64_t bucket_bytes = 25 << 20;
 };
 
-/// One rank's membership in the world: a client of the rendezvous store, the c10d process group, and a heartbeat thread that publishes
-/// what this rank is doing, so a failed collective can say which rank
-/// stopped answering and what it was doing.
+/// One rank's membership in the world: a client of the rendezvous store, the c10d process group, and a heartbeat thread
+/// that publishes what this rank is doing, so a failed collective can say which rank stopped answering and what it was
+/// doing.
 class ProcessGroup : public train::DataParallel {
  public:
   /// Joins the world; every rank calls it. Throws std::runtime_error with a

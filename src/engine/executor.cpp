@@ -33,12 +33,13 @@ namespace {
 
 /// What determines a node's outputs: type, params, the device it was asked
 /// for, the run seed and node id (its RNG seed), whether the run records
-/// teaching nodes' steps, what it reads from files, and its inputs' keys. Starts with "<id>#" so a node's entries can be found.
+/// teaching nodes' steps, what it reads from files, and its inputs' keys. Starts with "<id>#" so a node's entries can
+/// be found.
 std::string cache_key(const graph::NodeSpec& spec, const nlohmann::json& params, const RunSettings& settings,
                       const std::vector<std::string>& upstream, const std::string& fingerprint) {
-  const nlohmann::json what = {{"type", spec.type},         {"id", spec.id},         {"params", params},
-                               {"device", settings.device}, {"seed", settings.seed}, {"upstream", upstream},
-                               {"files", fingerprint},   {"verbose", settings.verbose}};
+  const nlohmann::json what = {
+      {"type", spec.type},     {"id", spec.id},        {"params", params},     {"device", settings.device},
+      {"seed", settings.seed}, {"upstream", upstream}, {"files", fingerprint}, {"verbose", settings.verbose}};
   const std::string text = what.dump();
   // FNV-1a from two bases: 128 bits, so two different nodes' keys never meet.
   const uint64_t h = util::fnv1a(text), h2 = util::fnv1a(text, 0x84222325cbf29ce4ULL);
@@ -56,8 +57,8 @@ struct NodeInputs {
   bool upstream_cacheable = true;     ///< every source has a cache key
 };
 
-NodeInputs gather_inputs(const graph::Graph& g, const std::string& id,
-                         const std::map<std::string, ValueMap>& outputs, std::map<std::string, std::string>& keys) {
+NodeInputs gather_inputs(const graph::Graph& g, const std::string& id, const std::map<std::string, ValueMap>& outputs,
+                         std::map<std::string, std::string>& keys) {
   NodeInputs in;
   for (const auto& e : g.edges) {
     if (e.target != id || e.kind != graph::EdgeKind::kData) continue;

@@ -132,8 +132,8 @@ class NodePlanner {
     plan_.batch_node_id = source.node->id;
     plan_.batch_node_type = source.node->type;
     plan_.batch_param = source.param;
-    plan_.micro_batch = std::max<int64_t>(
-        1, int_of(param_of(registry_.find(source.node->type), *source.node, source.param), 1));
+    plan_.micro_batch =
+        std::max<int64_t>(1, int_of(param_of(registry_.find(source.node->type), *source.node, source.param), 1));
     plan_.accumulate_steps = std::max<int64_t>(1, int_of(param_of(&def, node, def.memory_hints.accumulate_param), 1));
     plan_.effective_batch = plan_.micro_batch * plan_.accumulate_steps;
     for (const auto& e : g_.edges)
@@ -243,8 +243,7 @@ void set_available(TrainingPlan& plan, const PlanOptions& options) {
     if (c10::Device(e.device) != d && !(d.is_cuda() && e.device == "cuda" && d.index() <= 0)) continue;
     if (!e.free_bytes) break;
     plan.available_bytes = static_cast<int64_t>(*e.free_bytes);
-    plan.available_source =
-        d.is_cpu() ? "available RAM now (MemAvailable)" : "free memory on " + plan.device + " now";
+    plan.available_source = d.is_cpu() ? "available RAM now (MemAvailable)" : "free memory on " + plan.device + " now";
     return;
   }
   plan.available_bytes = 0;
@@ -356,36 +355,36 @@ json MemoryPlan::to_json() const {
     json others = json::array();
     for (const auto& m : p.other_precisions) others.push_back(peak_model_json(m));
     const int64_t activations = p.model.per_sample_bytes * p.micro_batch;
-    list.push_back({{"node_id", p.node_id},
-                    {"node_type", p.node_type},
-                    {"device", p.device},
-                    {"available_bytes", p.available_bytes},
-                    {"available_source", p.available_source},
-                    {"precision", p.precision},
-                    {"micro_batch", p.micro_batch},
-                    {"accumulate_steps", p.accumulate_steps},
-                    {"effective_batch", p.effective_batch},
-                    {"world_size", p.world_size},
-                    {"measured", peak_model_json(p.model)["measured"]},
-                    {"fixed_bytes", p.model.fixed_bytes},
-                    {"per_sample_bytes", p.model.per_sample_bytes},
-                    {"validation_peak_bytes", p.model.validation_peak_bytes},
-                    {"predicted_peak_bytes", p.predicted_peak_bytes},
-                    {"fits", p.fits},
-                    {"max_micro_batch", p.max_micro_batch < 0 ? json() : json(p.max_micro_batch)},
-                    {"breakdown",
-                     {{"parameter_bytes", p.parameter_bytes},
-                      {"gradient_bytes", p.gradient_bytes},
-                      {"optimizer_state_bytes", p.optimizer_state_bytes},
-                      {"other_fixed_bytes", std::max<int64_t>(0, p.model.fixed_bytes - p.parameter_bytes -
-                                                                     p.gradient_bytes - p.optimizer_state_bytes)},
-                      {"activation_bytes", activations}}},
-                    {"batch_source", {{"node_id", p.batch_node_id}, {"node_type", p.batch_node_type},
-                                      {"param", p.batch_param}}},
-                    {"other_precisions", others},
-                    {"options", options},
-                    {"notes", p.notes},
-                    {"seconds", p.seconds}});
+    list.push_back(
+        {{"node_id", p.node_id},
+         {"node_type", p.node_type},
+         {"device", p.device},
+         {"available_bytes", p.available_bytes},
+         {"available_source", p.available_source},
+         {"precision", p.precision},
+         {"micro_batch", p.micro_batch},
+         {"accumulate_steps", p.accumulate_steps},
+         {"effective_batch", p.effective_batch},
+         {"world_size", p.world_size},
+         {"measured", peak_model_json(p.model)["measured"]},
+         {"fixed_bytes", p.model.fixed_bytes},
+         {"per_sample_bytes", p.model.per_sample_bytes},
+         {"validation_peak_bytes", p.model.validation_peak_bytes},
+         {"predicted_peak_bytes", p.predicted_peak_bytes},
+         {"fits", p.fits},
+         {"max_micro_batch", p.max_micro_batch < 0 ? json() : json(p.max_micro_batch)},
+         {"breakdown",
+          {{"parameter_bytes", p.parameter_bytes},
+           {"gradient_bytes", p.gradient_bytes},
+           {"optimizer_state_bytes", p.optimizer_state_bytes},
+           {"other_fixed_bytes",
+            std::max<int64_t>(0, p.model.fixed_bytes - p.parameter_bytes - p.gradient_bytes - p.optimizer_state_bytes)},
+           {"activation_bytes", activations}}},
+         {"batch_source", {{"node_id", p.batch_node_id}, {"node_type", p.batch_node_type}, {"param", p.batch_param}}},
+         {"other_precisions", others},
+         {"options", options},
+         {"notes", p.notes},
+         {"seconds", p.seconds}});
   }
   return {{"graph", graph}, {"plans", list}, {"fits", fits()}};
 }
@@ -419,15 +418,17 @@ MemoryPlan plan_memory(const graph::Graph& g, const NodeRegistry& registry, cons
       if (c10::Device(e.device) == device || (device.is_cuda() && e.device == "cuda"))
         for (const auto& p : e.precisions)
           if (p != "fp32" && (p != "fp16" || device.is_cuda())) precisions.push_back(p);
-    plan.precision = std::find(precisions.begin(), precisions.end(), requested) != precisions.end() ? requested : "fp32";
+    plan.precision =
+        std::find(precisions.begin(), precisions.end(), requested) != precisions.end() ? requested : "fp32";
     if (plan.precision != requested)
       plan.notes.push_back(requested + " is not available on " + plan.device + ": the run would train in fp32.");
     const std::string strategy = param_of(def, node, "strategy").is_string()
                                      ? param_of(def, node, "strategy").get<std::string>()
                                      : std::string();
     if (strategy == "ddp")
-      plan.notes.push_back("strategy ddp: this is the plan of one rank (each holds the whole model; the batch size "
-                           "is per rank, and the effective batch multiplies by the number of ranks).");
+      plan.notes.push_back(
+          "strategy ddp: this is the plan of one rank (each holds the whole model; the batch size "
+          "is per rank, and the effective batch multiplies by the number of ranks).");
 
     plan.model = planner.measure(plan.precision);
     set_available(plan, options);

@@ -29,7 +29,6 @@ BatchSource batch_source(const graph::NodeCatalog& catalog, const graph::Graph& 
   return {};
 }
 
-
 std::vector<std::string> oom_advice(const graph::NodeCatalog& catalog, const graph::Graph& g,
                                     const std::string& node_id, const nlohmann::json& params, c10::Device device) {
   std::vector<std::string> advice;
@@ -48,7 +47,8 @@ std::vector<std::string> oom_advice(const graph::NodeCatalog& catalog, const gra
   } else if (!hints.batch_param.empty()) {  // it batches by itself (EvaluateModel)
     batch = param_or<int64_t>(params, hints.batch_param, 0);
     if (batch > 1)
-      advice.push_back("reduce " + batch_param + " on this " + node->type + " node (now " + std::to_string(batch) + ")");
+      advice.push_back("reduce " + batch_param + " on this " + node->type + " node (now " + std::to_string(batch) +
+                       ")");
   } else if (!hints.batch_input.empty()) {
     advice.push_back("reduce the batch size of what feeds " + node->type + "'s " + hints.batch_input);
   }

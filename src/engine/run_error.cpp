@@ -90,9 +90,10 @@ ExitCode RunError::exit_code() const {
 
 nlohmann::json RunError::to_json() const {
   nlohmann::json j = {{"kind", to_string(kind)}, {"message", message}};
-  for (const auto& [key, value] :
-       {std::pair<const char*, const std::string*>{"node_id", &node_id}, {"node_type", &node_type},
-        {"field", &field}, {"device", &device}})
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"node_id", &node_id},
+                                   {"node_type", &node_type},
+                                   {"field", &field},
+                                   {"device", &device}})
     if (!value->empty()) j[key] = *value;
   if (rank) j["rank"] = *rank;
   return j;

@@ -26,9 +26,9 @@ struct Image {
 
 /// One port's value. Plain data (lists of losses, metric dicts) is JSON;
 /// heavy or stateful things are shared handles.
-using Value = std::variant<std::monostate, torch::Tensor, double, std::string, nlohmann::json, train::ModelPtr,
-                           train::DatasetPtr, train::DataLoaderPtr, train::OptimizerPtr, train::LossPtr,
-                           train::SchedulerPtr, Image>;
+using Value =
+    std::variant<std::monostate, torch::Tensor, double, std::string, nlohmann::json, train::ModelPtr, train::DatasetPtr,
+                 train::DataLoaderPtr, train::OptimizerPtr, train::LossPtr, train::SchedulerPtr, Image>;
 
 /// A node's inputs or outputs by port name.
 using ValueMap = std::map<std::string, Value>;

@@ -101,7 +101,8 @@ std::string check_param_value(const ParamDef& def, const json& v) {
 
 const std::map<std::string, std::string>& unavailable_node_types() {
   static const std::map<std::string, std::string> table = {
-      {"HuggingFaceDataset", "it downloads its dataset from the Hugging Face Hub and reads it with the Python datasets library"},
+      {"HuggingFaceDataset",
+       "it downloads its dataset from the Hugging Face Hub and reads it with the Python datasets library"},
       {"KaggleDataset", "it downloads its dataset from Kaggle with the Python kaggle client and an API key"},
       {"EnvWrapper", "it wraps a Gymnasium environment, a Python-only library"},
       {"WordVector", "its pre-trained GloVe vectors are downloaded at run time"},

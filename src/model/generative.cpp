@@ -15,9 +15,7 @@ namespace {
 namespace nn = torch::nn;
 namespace F = torch::nn::functional;
 
-at::Generator seeded_generator(int64_t seed) {
-  return at::detail::createCPUGenerator(static_cast<uint64_t>(seed));
-}
+at::Generator seeded_generator(int64_t seed) { return at::detail::createCPUGenerator(static_cast<uint64_t>(seed)); }
 
 /// CodefyUI's seeded init of a conv or linear layer: weight = randn(shape) * scale
 /// from `gen`, bias zero.
@@ -137,7 +135,8 @@ DiffusionUNet::DiffusionUNet(const UNetOptions& o) : options_(o) {
     skips.push_back(ch);
   }
   const int64_t bottom = o.base_channels * o.channel_mult.back();
-  bottleneck_ = register_module("bottleneck", DiffusionResBlock(ch, bottom, o.num_groups, o.time_emb_dim, o.seed + 200));
+  bottleneck_ =
+      register_module("bottleneck", DiffusionResBlock(ch, bottom, o.num_groups, o.time_emb_dim, o.seed + 200));
   ch = bottom;
   up_blocks_ = register_module("up_blocks", nn::ModuleList());
   for (size_t level = 0; level < skips.size(); ++level) {
@@ -210,7 +209,8 @@ torch::Tensor ddpm_sample(DiffusionUNet& model, const torch::Tensor& noise, cons
   torch::Tensor x = noise.to(torch::kFloat32).clone();
   model.eval();
   for (int64_t t = o.num_steps - 1, done = 0; t >= 0; --t) {
-    const torch::Tensor steps = torch::full({x.size(0)}, t, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
+    const torch::Tensor steps =
+        torch::full({x.size(0)}, t, torch::TensorOptions().dtype(torch::kLong).device(x.device()));
     const torch::Tensor eps = model.forward(x, steps);
     const torch::Tensor mean =
         (1.0 / torch::sqrt(alphas[t])) * (x - (betas[t] / torch::sqrt(1.0 - alpha_bars[t])) * eps);

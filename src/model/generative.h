@@ -57,8 +57,7 @@ TORCH_MODULE(TimestepMlp);
 /// SiLU(GroupNorm) -> Conv3x3, plus a 1x1 skip when the channels change.
 class DiffusionResBlockImpl : public torch::nn::Module {
  public:
-  DiffusionResBlockImpl(int64_t in_channels, int64_t out_channels, int64_t groups, int64_t time_emb_dim,
-                        int64_t seed);
+  DiffusionResBlockImpl(int64_t in_channels, int64_t out_channels, int64_t groups, int64_t time_emb_dim, int64_t seed);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& time_emb);
 
  private:

@@ -196,27 +196,27 @@ void register_toy_dataset(NodeRegistry& r) {
 }
 
 void register_data_loader(NodeRegistry& r) {
-  graph::NodeDef d{"DataLoader",
-                   "Data",
-                   "Split a dataset into batches; the shuffle order follows (seed, epoch), so runs repeat exactly.",
-                   {def::in("dataset", DataType::kDataset, "Dataset to batch")},
-                   {def::out("dataloader", DataType::kDataLoader, "Batches for training")},
-                   {def::integer("batch_size", 32, "Samples per batch", 1),
-                    def::boolean("shuffle", true, "Shuffle data at every epoch"),
-                    def::integer("num_workers", 0,
-                                 "Threads preparing batches ahead of training (augmentation); 0: on the training "
-                                 "thread. The batches are the same either way",
-                                 0, 16),
-                    def::boolean("pin_memory", false,
-                                 "Stage batches in page-locked memory for faster GPU transfer (no effect on CPU)"),
-                    def::advanced(def::boolean("drop_last", false, "Drop the last, short batch")),
-                    def::advanced(def::boolean("persistent_workers", false,
-                                               "Keep the workers between epochs. Requires num_workers > 0 (Codefy's "
-                                               "workers are threads, started in microseconds: kept or not, the same)")),
-                    def::advanced(def::integer("prefetch_factor", 2,
-                                               "Batches each worker prepares ahead. Ignored when num_workers is 0", 1,
-                                               64)),
-                    def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
+  graph::NodeDef d{
+      "DataLoader",
+      "Data",
+      "Split a dataset into batches; the shuffle order follows (seed, epoch), so runs repeat exactly.",
+      {def::in("dataset", DataType::kDataset, "Dataset to batch")},
+      {def::out("dataloader", DataType::kDataLoader, "Batches for training")},
+      {def::integer("batch_size", 32, "Samples per batch", 1),
+       def::boolean("shuffle", true, "Shuffle data at every epoch"),
+       def::integer("num_workers", 0,
+                    "Threads preparing batches ahead of training (augmentation); 0: on the training "
+                    "thread. The batches are the same either way",
+                    0, 16),
+       def::boolean("pin_memory", false,
+                    "Stage batches in page-locked memory for faster GPU transfer (no effect on CPU)"),
+       def::advanced(def::boolean("drop_last", false, "Drop the last, short batch")),
+       def::advanced(def::boolean("persistent_workers", false,
+                                  "Keep the workers between epochs. Requires num_workers > 0 (Codefy's "
+                                  "workers are threads, started in microseconds: kept or not, the same)")),
+       def::advanced(def::integer("prefetch_factor", 2,
+                                  "Batches each worker prepares ahead. Ignored when num_workers is 0", 1, 64)),
+       def::advanced(def::integer("seed", -1, "Shuffle seed (-1 = derived from the run seed)", -1))}};
   d.cacheable = false;
   d.memory_hints.batch_param = "batch_size";
   r.add(std::move(d), [](NodeContext& ctx) {

@@ -71,8 +71,9 @@ void register_reward_model(NodeRegistry& r) {
   r.add(std::move(d), [](NodeContext& ctx) {
     const int64_t input_dim = ctx.param_int("input_dim"), hidden_dim = ctx.param_int("hidden_dim");
     if (static_cast<double>(input_dim) * static_cast<double>(hidden_dim) > static_cast<double>(int64_t{1} << 28))
-      NodeContext::fail_param("hidden_dim", "input_dim x hidden_dim is more weights than a reward head needs (at most "
-                                            "2^28)");
+      NodeContext::fail_param("hidden_dim",
+                              "input_dim x hidden_dim is more weights than a reward head needs (at most "
+                              "2^28)");
     torch::Tensor h;
     if (ctx.has_input("hidden_states")) {  // checked before the head is built
       h = nodes::tensor_input(ctx, "hidden_states").to(torch::kFloat32);
@@ -133,9 +134,9 @@ void register_diffusion_unet(NodeRegistry& r) {
       NodeContext::fail_param(param, problem);
     for (int64_t m : o.channel_mult)
       if (o.base_channels * m > kUNetChannelsMax)
-        NodeContext::fail_param("base_channels", "base_channels x channel_mult = " +
-                                                     std::to_string(o.base_channels * m) + " channels, more than " +
-                                                     std::to_string(kUNetChannelsMax));
+        NodeContext::fail_param("base_channels",
+                                "base_channels x channel_mult = " + std::to_string(o.base_channels * m) +
+                                    " channels, more than " + std::to_string(kUNetChannelsMax));
     if (o.time_emb_dim > 4 * kUNetChannelsMax || o.in_channels > kUNetChannelsMax)
       NodeContext::fail_param(o.in_channels > kUNetChannelsMax ? "in_channels" : "time_emb_dim",
                               "is larger than a toy U-Net can take");
@@ -191,7 +192,8 @@ void register_ddpm_sampler(NodeRegistry& r) {
     if (o.schedule == "linear" && (o.beta_start >= 1 || o.beta_end >= 1))
       NodeContext::fail_param(o.beta_start >= 1 ? "beta_start" : "beta_end", "must be below 1 (a variance per step)");
     const torch::Tensor image = model::ddpm_sample(*unet, noise, o, [&](int64_t done) {
-      ctx.progress({{"event", "batch"}, {"batch", done}, {"total_batches", o.num_steps}, {"timestep", o.num_steps - done}});
+      ctx.progress(
+          {{"event", "batch"}, {"batch", done}, {"total_batches", o.num_steps}, {"timestep", o.num_steps - done}});
       ctx.cancel().throw_if_cancelled();
     });
     return ValueMap{{"image", image}};

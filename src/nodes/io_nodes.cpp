@@ -359,27 +359,28 @@ torch::Tensor resize_image(const torch::Tensor& img, int64_t size) {
 }
 
 void register_image_reader(NodeRegistry& r) {
-  r.add({"ImageReader",
-         "IO",
-         "Read an image file from disk and output as a tensor (C, H, W) with values in [0, 1]",
-         {},
-         {def::out("image", DataType::kImage, "Image as tensor (C, H, W)"),
-          def::out("tensor", DataType::kTensor, "Same image as generic tensor")},
-         {def::file("path", "", "PNG image file, relative to the graph file", graph::ParamType::kDataFile),
-          def::select("mode", "RGB", {"RGB", "L", "RGBA"}, "Color mode for the loaded image"),
-          def::integer("resize", 0, "Resize image to a (resize, resize) square (0 = no resize)", 0)}},
-        [](NodeContext& ctx) {
-          torch::Tensor img;
-          try {
-            img = read_png(ctx.param_path("path"), ctx.param_string("mode"));
-          } catch (const std::exception& e) {
-            NodeContext::fail_param("path", e);
-          }
-          const int64_t size = ctx.param_int("resize");
-          if (size > 0) img = resize_image(img, size);
-          return ValueMap{{"image", img}, {"tensor", img}};
-        },
-        def::files_fingerprint({"path"}));
+  r.add(
+      {"ImageReader",
+       "IO",
+       "Read an image file from disk and output as a tensor (C, H, W) with values in [0, 1]",
+       {},
+       {def::out("image", DataType::kImage, "Image as tensor (C, H, W)"),
+        def::out("tensor", DataType::kTensor, "Same image as generic tensor")},
+       {def::file("path", "", "PNG image file, relative to the graph file", graph::ParamType::kDataFile),
+        def::select("mode", "RGB", {"RGB", "L", "RGBA"}, "Color mode for the loaded image"),
+        def::integer("resize", 0, "Resize image to a (resize, resize) square (0 = no resize)", 0)}},
+      [](NodeContext& ctx) {
+        torch::Tensor img;
+        try {
+          img = read_png(ctx.param_path("path"), ctx.param_string("mode"));
+        } catch (const std::exception& e) {
+          NodeContext::fail_param("path", e);
+        }
+        const int64_t size = ctx.param_int("resize");
+        if (size > 0) img = resize_image(img, size);
+        return ValueMap{{"image", img}, {"tensor", img}};
+      },
+      def::files_fingerprint({"path"}));
 }
 
 /// GraphInput's value as CodefyUI coerces it: `value` (injected by an API
@@ -417,29 +418,32 @@ Value graph_input_value(const NodeContext& ctx) {
 }
 
 void register_graph_input(NodeRegistry& r) {
-  r.add({"GraphInput",
-         "IO",
-         "Declare a named graph input and output its value",
-         {},
-         {def::out("value", DataType::kAny, "Value supplied by the API caller (or 'default' when run on canvas)")},
-         {def::text("name", "input",
-                    "Contract name of this input. Must match ^[a-zA-Z_][a-zA-Z0-9_]{0,63}$ (letters, digits, "
-                    "underscore; not starting with a digit)."),
-          def::select("type", "string", {"string", "number", "integer", "boolean", "json", "image"},
-                      "JSON type API callers must send for this input."),
-          def::boolean("required", true,
-                       "When false, API callers may omit this input and 'default' applies. Image inputs must stay "
-                       "required."),
-          def::text("default", "",
-                    "ALWAYS the canvas test value; an API-side fallback ONLY when required=false. Parsed per 'type' "
-                    "(string parsing applies here only). For type=image: a PNG file path used only by canvas runs."),
-          def::text("description", "", "Shown in the contract for self-documenting APIs.")}},
-        [](NodeContext& ctx) { return ValueMap{{"value", graph_input_value(ctx)}}; },
-        // An image default is a file: its size and time are part of the cache key.
-        [](const nlohmann::json& params, const std::filesystem::path& base_dir) -> std::string {
-          if (params.contains("value") || params.at("type") != "image") return "";
-          return file_stamp(resolve_path(params.at("default").get<std::string>(), base_dir));
-        });
+  r.add(
+      {"GraphInput",
+       "IO",
+       "Declare a named graph input and output its value",
+       {},
+       {def::out("value", DataType::kAny, "Value supplied by the API caller (or 'default' when run on canvas)")},
+       {def::text("name", "input",
+                  "Contract name of this input. Must match ^[a-zA-Z_][a-zA-Z0-9_]{0,63}$ (letters, digits, "
+                  "underscore; not starting with a digit)."),
+        def::select("type", "string", {"string", "number", "integer", "boolean", "json", "image"},
+                    "JSON type API callers must send for this input."),
+        def::boolean("required", true,
+                     "When false, API callers may omit this input and 'default' applies. Image inputs must stay "
+                     "required."),
+        def::text("default", "",
+                  "ALWAYS the canvas test value; an API-side fallback ONLY when required=false. Parsed per 'type' "
+                  "(string parsing applies here only). For type=image: a PNG file path used only by canvas runs."),
+        def::text("description", "", "Shown in the contract for self-documenting APIs.")}},
+      [](NodeContext& ctx) {
+        return ValueMap{{"value", graph_input_value(ctx)}};
+      },
+      // An image default is a file: its size and time are part of the cache key.
+      [](const nlohmann::json& params, const std::filesystem::path& base_dir) -> std::string {
+        if (params.contains("value") || params.at("type") != "image") return "";
+        return file_stamp(resolve_path(params.at("default").get<std::string>(), base_dir));
+      });
 }
 
 void register_graph_output(NodeRegistry& r) {
@@ -454,7 +458,9 @@ void register_graph_output(NodeRegistry& r) {
                     "underscore; not starting with a digit)."),
           def::text("description", "", "Shown in the contract for self-documenting APIs.")}},
         // Pass-through: the run's outputs carry the value under this node, for the inspector and callers.
-        [](NodeContext& ctx) { return ValueMap{{"value", ctx.input("value")}}; });
+        [](NodeContext& ctx) {
+          return ValueMap{{"value", ctx.input("value")}};
+        });
 }
 
 }  // namespace

@@ -94,8 +94,8 @@ std::vector<int64_t> sizes_param(const NodeContext& ctx, const std::string& name
   else if (v.is_string())
     sizes = parse_sizes(v.get<std::string>());
   if (!sizes || std::any_of(sizes->begin(), sizes->end(), [](int64_t s) { return s < 1; }))
-    NodeContext::fail_param(name, "expected positive whole numbers separated by commas (e.g. " + example + "), got " +
-                                      v.dump());
+    NodeContext::fail_param(
+        name, "expected positive whole numbers separated by commas (e.g. " + example + "), got " + v.dump());
   return *sizes;
 }
 

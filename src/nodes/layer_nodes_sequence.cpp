@@ -40,20 +40,19 @@ Tensor sinusoidal_encoding(int64_t seq, int64_t d) {
 }
 
 void register_positional_encoding(NodeRegistry& r) {
-  graph::NodeDef d{"PositionalEncoding",
-                   "LLM",
-                   "Add positional information to token embeddings. `sinusoidal` uses the Vaswani et al. (2017) "
-                   "formula PE(pos, 2i)=sin(pos/10000^(2i/d)); `learnable` returns a seeded random pattern "
-                   "(deterministic per seed).",
-                   {tensor_in("Input embeddings of shape [seq, D] or [seq, batch, D].")},
-                   {tensor_out("Input + positional encoding, same shape as input."),
-                    def::out("pe", DataType::kTensor,
-                             "The positional encoding alone, shape [seq, D] — useful for visualisation.")},
-                   {def::select("mode", "sinusoidal", {"sinusoidal", "learnable"},
-                                "sinusoidal=Vaswani formula; learnable=seeded random init."),
-                    def::integer("max_len", 512,
-                                 "Maximum sequence length supported. Inputs longer than this raise an error.", 1),
-                    def::integer("seed", 42, "Seed for `learnable` mode initialisation. Ignored for `sinusoidal`.")}};
+  graph::NodeDef d{
+      "PositionalEncoding",
+      "LLM",
+      "Add positional information to token embeddings. `sinusoidal` uses the Vaswani et al. (2017) "
+      "formula PE(pos, 2i)=sin(pos/10000^(2i/d)); `learnable` returns a seeded random pattern "
+      "(deterministic per seed).",
+      {tensor_in("Input embeddings of shape [seq, D] or [seq, batch, D].")},
+      {tensor_out("Input + positional encoding, same shape as input."),
+       def::out("pe", DataType::kTensor, "The positional encoding alone, shape [seq, D] — useful for visualisation.")},
+      {def::select("mode", "sinusoidal", {"sinusoidal", "learnable"},
+                   "sinusoidal=Vaswani formula; learnable=seeded random init."),
+       def::integer("max_len", 512, "Maximum sequence length supported. Inputs longer than this raise an error.", 1),
+       def::integer("seed", 42, "Seed for `learnable` mode initialisation. Ignored for `sinusoidal`.")}};
   r.add(std::move(d), [](NodeContext& ctx) {
     const Tensor x = tensor_input(ctx, "tensor").to(torch::kFloat32);
     require_rank("tensor", x, {2, 3}, "[seq, D] or [seq, batch, D]");
@@ -97,13 +96,14 @@ void register_multi_head_attention(NodeRegistry& r) {
     }
     if (k.size(0) != v.size(0)) fail_shape("key", "the same seq_len as value " + shape_text(v.sizes()), k);
     for (const auto& [port, t] : {std::pair<const char*, const Tensor&>{"key", k}, {"value", v}})
-      if (q.dim() == 3 && t.size(1) != q.size(1)) fail_shape(port, "the same batch as query " + shape_text(q.sizes()), t);
+      if (q.dim() == 3 && t.size(1) != q.size(1))
+        fail_shape(port, "the same batch as query " + shape_text(q.sizes()), t);
     auto layer = kept_layer(ctx, [&] {
       const int64_t heads = int_at_least(ctx, "num_heads", 1);
       int_at_least(ctx, "embed_dim", 1);
       if (dim % heads != 0)
-        NodeContext::fail_param("num_heads", "embed_dim (" + std::to_string(dim) + ") must be divisible by num_heads (" +
-                                                 std::to_string(heads) + ")");
+        NodeContext::fail_param("num_heads", "embed_dim (" + std::to_string(dim) +
+                                                 ") must be divisible by num_heads (" + std::to_string(heads) + ")");
       auto mha = torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(dim, heads));
       auto impl = mha.ptr();  // the one-tensor forward is self-attention
       return model::BuiltLayer{impl, [impl](const Tensor& t) { return std::get<0>(impl->forward(t, t, t)); }};
@@ -124,8 +124,7 @@ void register_multi_head_attention(NodeRegistry& r) {
 }
 
 std::vector<graph::ParamDef> transformer_params() {
-  return {def::integer("d_model", 512, "Dimension of the model"),
-          def::integer("nhead", 8, "Number of attention heads"),
+  return {def::integer("d_model", 512, "Dimension of the model"), def::integer("nhead", 8, "Number of attention heads"),
           def::integer("num_layers", 6, "Number of encoder layers"),
           def::integer("dim_feedforward", 2048, "Dimension of feedforward network")};
 }
@@ -272,8 +271,10 @@ void register_recurrent(NodeRegistry& r, const char* name, const char* descripti
       int_at_least(ctx, "input_size", 1);
       const bool bidirectional = ctx.param_bool("bidirectional");
       if (lstm) {
-        auto m = torch::nn::LSTM(
-            torch::nn::LSTMOptions(in, hidden).num_layers(layers).batch_first(batch_first).bidirectional(bidirectional));
+        auto m = torch::nn::LSTM(torch::nn::LSTMOptions(in, hidden)
+                                     .num_layers(layers)
+                                     .batch_first(batch_first)
+                                     .bidirectional(bidirectional));
         auto impl = m.ptr();
         return model::BuiltLayer{impl, [impl](const Tensor& t) { return std::get<0>(impl->forward(t)); }};
       }
@@ -399,9 +400,9 @@ void register_timestep_embedding(NodeRegistry& r) {
     if (dim % 2 != 0) NodeContext::fail_param("embed_dim", "must be even, got " + std::to_string(dim));
     const Value& given = ctx.input("timestep");
     // Timesteps go into the frequency bank as float32, as CodefyUI's .float().
-    const Tensor t = (std::holds_alternative<double>(given) ? torch::tensor(std::get<double>(given))
-                                                            : tensor_input(ctx, "timestep"))
-                         .to(torch::kFloat32);
+    const Tensor t =
+        (std::holds_alternative<double>(given) ? torch::tensor(std::get<double>(given)) : tensor_input(ctx, "timestep"))
+            .to(torch::kFloat32);
     auto layer = kept_layer(ctx, [&] {
       const int64_t period = int_at_least(ctx, "max_period", 1);
       return built(model::TimestepEmbedding(dim, period, static_cast<uint64_t>(ctx.param_int("seed"))));

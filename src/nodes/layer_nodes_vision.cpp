@@ -67,9 +67,10 @@ void register_embedding(NodeRegistry& r) {
     if (indices.numel() > 0) {
       const int64_t low = indices.min().item<int64_t>(), high = indices.max().item<int64_t>();
       if (low < 0 || high >= count)
-        NodeContext::fail_input("tensor", "expected indices from 0 to num_embeddings - 1 = " +
-                                              std::to_string(count - 1) + ", got values from " + std::to_string(low) +
-                                              " to " + std::to_string(high) + " (shape " + shape_text(given.sizes()) + ")");
+        NodeContext::fail_input(
+            "tensor", "expected indices from 0 to num_embeddings - 1 = " + std::to_string(count - 1) +
+                          ", got values from " + std::to_string(low) + " to " + std::to_string(high) + " (shape " +
+                          shape_text(given.sizes()) + ")");
     }
     auto layer = kept_layer(ctx, [&] {
       nlohmann::json p = {{"num_embeddings", count}, {"embedding_dim", ctx.param_int("embedding_dim")}};
@@ -179,8 +180,8 @@ void register_avg_pool2d(NodeRegistry& r) {
     const Tensor& x = float_input(ctx, "tensor");
     require_rank("tensor", x, {4}, kImage);
     require_window("tensor", x, 2, kernel, padding);
-    const auto pool = table_layer(
-        "AvgPool2d", {{"kernel_size", kernel}, {"stride", ctx.param_int("stride")}, {"padding", padding}});
+    const auto pool =
+        table_layer("AvgPool2d", {{"kernel_size", kernel}, {"stride", ctx.param_int("stride")}, {"padding", padding}});
     return ValueMap{{"tensor", run_once(pool, x, false)}};
   });
 }
@@ -220,8 +221,8 @@ void register_dropout(NodeRegistry& r) {
 void register_activation(NodeRegistry& r) {
   // CodefyUI's function names and the layer table's types for them.
   static const std::vector<std::pair<std::string, const char*>> kFunctions = {
-      {"relu", "ReLU"}, {"sigmoid", "Sigmoid"}, {"tanh", "Tanh"}, {"leaky_relu", "LeakyReLU"},
-      {"elu", "ELU"},   {"gelu", "GELU"},       {"silu", "SiLU"}, {"mish", "Mish"},
+      {"relu", "ReLU"}, {"sigmoid", "Sigmoid"}, {"tanh", "Tanh"},           {"leaky_relu", "LeakyReLU"},
+      {"elu", "ELU"},   {"gelu", "GELU"},       {"silu", "SiLU"},           {"mish", "Mish"},
       {"selu", "SELU"}, {"softmax", "Softmax"}, {"hardswish", "Hardswish"}, {"prelu", "PReLU"}};
   std::vector<std::string> options;
   for (const auto& f : kFunctions) options.push_back(f.first);
@@ -233,8 +234,8 @@ void register_activation(NodeRegistry& r) {
                    {def::select("function", "relu", options, "Activation function to apply")}};
   r.add(std::move(d), [](NodeContext& ctx) {
     const std::string function = ctx.param_string("function");
-    const auto it = std::find_if(kFunctions.begin(), kFunctions.end(),
-                                 [&](const auto& f) { return f.first == function; });
+    const auto it =
+        std::find_if(kFunctions.begin(), kFunctions.end(), [&](const auto& f) { return f.first == function; });
     if (it == kFunctions.end()) NodeContext::fail_param("function", "unsupported activation function: " + function);
     const Tensor& x = tensor_input(ctx, "tensor");
     // Softmax over the last dimension; prelu a fresh slope of 0.25 each run, as CodefyUI.
@@ -293,25 +294,25 @@ void register_batch_norm1d(NodeRegistry& r) {
 }
 
 void register_layer_norm(NodeRegistry& r) {
-  graph::NodeDef d{"LayerNorm",
-                   "Normalization",
-                   "Apply layer normalization (wraps nn.LayerNorm). $y = \\frac{x - \\mu}{\\sqrt{\\sigma^2 + "
-                   "\\epsilon}} \\gamma + \\beta$",
-                   {tensor_in("Input tensor")},
-                   {tensor_out("Normalized output tensor")},
-                   {def::text("normalized_shape", "512",
-                              "Shape to normalize over as comma-separated ints (e.g. '512' or '64,32')"),
-                    def::number("eps", 1e-5, "Epsilon for numerical stability")}};
+  graph::NodeDef d{
+      "LayerNorm",
+      "Normalization",
+      "Apply layer normalization (wraps nn.LayerNorm). $y = \\frac{x - \\mu}{\\sqrt{\\sigma^2 + "
+      "\\epsilon}} \\gamma + \\beta$",
+      {tensor_in("Input tensor")},
+      {tensor_out("Normalized output tensor")},
+      {def::text("normalized_shape", "512", "Shape to normalize over as comma-separated ints (e.g. '512' or '64,32')"),
+       def::number("eps", 1e-5, "Epsilon for numerical stability")}};
   r.add(std::move(d), [](NodeContext& ctx) {
     const std::vector<int64_t> shape = sizes_param(ctx, "normalized_shape", "'512' or '64,32'");
     const Tensor& x = float_input(ctx, "tensor");
     const auto n = static_cast<int64_t>(shape.size());
     bool fits = x.dim() >= n;
     for (int64_t i = 0; fits && i < n; ++i) fits = x.size(x.dim() - n + i) == shape[static_cast<size_t>(i)];
-    if (!fits)
-      fail_shape("tensor", "a tensor ending in normalized_shape " + nlohmann::json(shape).dump(), x);
-    auto layer = kept_layer(
-        ctx, [&] { return table_layer("LayerNorm", {{"normalized_shape", shape}, {"eps", ctx.param_float("eps")}}); });
+    if (!fits) fail_shape("tensor", "a tensor ending in normalized_shape " + nlohmann::json(shape).dump(), x);
+    auto layer = kept_layer(ctx, [&] {
+      return table_layer("LayerNorm", {{"normalized_shape", shape}, {"eps", ctx.param_float("eps")}});
+    });
     return ValueMap{{"tensor", run_layer(*layer, x, false)}};
   });
 }

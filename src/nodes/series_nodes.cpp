@@ -2,8 +2,8 @@
 // numeric columns) into windows and horizons, and Forecast runs a trained
 // forecaster on one validation window and plots it against the truth.
 #include "nodes/library.h"
-#include "plot/plot.h"
 #include "nodes/tensor_checks.h"
+#include "plot/plot.h"
 #include "train/series.h"
 #include "util/text.h"
 
@@ -61,7 +61,8 @@ void register_time_series_dataset(NodeRegistry& r) {
       "trend + noise, from `seed`) or read from a CSV's numeric columns. The split is by time: every validation "
       "target comes after every training one.",
       {},
-      {def::out("train_dataset", DataType::kDataset, "Training windows: inputs [N, window, features], targets [N, horizon]"),
+      {def::out("train_dataset", DataType::kDataset,
+                "Training windows: inputs [N, window, features], targets [N, horizon]"),
        def::out("val_dataset", DataType::kDataset, "Validation windows, later in time"),
        def::out("series", DataType::kTensor, "The whole series [steps, features], standardised when asked")},
       {def::select("source", "synthetic", {"synthetic", "csv"}, "Generate the series, or read it from `path`"),
@@ -141,12 +142,12 @@ void register_forecast(NodeRegistry& r) {
     int64_t i = ctx.param_int("sample");
     if (i < 0) i += ds->size();
     if (i < 0 || i >= ds->size())
-      NodeContext::fail_param("sample", "window " + std::to_string(ctx.param_int("sample")) + " of " +
-                                            std::to_string(ds->size()));
+      NodeContext::fail_param(
+          "sample", "window " + std::to_string(ctx.param_int("sample")) + " of " + std::to_string(ds->size()));
     const int64_t target = ctx.param_int("target");
     if (target >= ds->inputs.size(2))
-      NodeContext::fail_param("target", "column " + std::to_string(target) + " of " +
-                                            std::to_string(ds->inputs.size(2)) + " features");
+      NodeContext::fail_param(
+          "target", "column " + std::to_string(target) + " of " + std::to_string(ds->inputs.size(2)) + " features");
     const torch::Tensor window = ds->inputs[i];  // [window, features]
     const torch::Tensor truth = ds->targets[i].contiguous();
     const c10::Device device = ctx.device();

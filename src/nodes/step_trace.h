@@ -33,9 +33,11 @@ class StepRecorder {
       names.push_back(tensor_name);
       outputs_[step_port(steps_, tensor_name)] = t.detach().clone();
     }
-    outputs_[step_port(steps_, "meta")] = nlohmann::json{
-        {"index", steps_}, {"name", name}, {"description", description}, {"scalars", std::move(scalars)},
-        {"tensors", std::move(names)}};
+    outputs_[step_port(steps_, "meta")] = nlohmann::json{{"index", steps_},
+                                                         {"name", name},
+                                                         {"description", description},
+                                                         {"scalars", std::move(scalars)},
+                                                         {"tensors", std::move(names)}};
     ++steps_;
   }
 

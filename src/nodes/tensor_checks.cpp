@@ -80,8 +80,12 @@ void check_broadcast(const std::string& a_port, const torch::Tensor& a, const st
 void check_matmul(const std::string& a_port, const torch::Tensor& a, const std::string& b_port,
                   const torch::Tensor& b) {
   const auto sa = a.sizes(), sb = b.sizes();
-  if (sa.empty()) NodeContext::fail_input(a_port, "matmul needs at least a 1-D tensor, got a 0-d one; " + both(a_port, sa, b_port, sb));
-  if (sb.empty()) NodeContext::fail_input(b_port, "matmul needs at least a 1-D tensor, got a 0-d one; " + both(a_port, sa, b_port, sb));
+  if (sa.empty())
+    NodeContext::fail_input(a_port,
+                            "matmul needs at least a 1-D tensor, got a 0-d one; " + both(a_port, sa, b_port, sb));
+  if (sb.empty())
+    NodeContext::fail_input(b_port,
+                            "matmul needs at least a 1-D tensor, got a 0-d one; " + both(a_port, sa, b_port, sb));
   const int64_t inner_a = sa.back();
   const int64_t inner_b = sb.size() == 1 ? sb[0] : sb[sb.size() - 2];
   if (inner_a != inner_b)
@@ -107,7 +111,8 @@ void check_concat(const std::string& a_port, const torch::Tensor& a, const std::
                   int64_t dim) {
   const auto sa = a.sizes(), sb = b.sizes();
   if (sa.size() != sb.size())
-    NodeContext::fail_input(b_port, both(a_port, sa, b_port, sb) + " have different ranks; concatenation needs the same");
+    NodeContext::fail_input(b_port,
+                            both(a_port, sa, b_port, sb) + " have different ranks; concatenation needs the same");
   for (size_t i = 0; i < sa.size(); ++i)
     if (static_cast<int64_t>(i) != dim && sa[i] != sb[i])
       NodeContext::fail_input(b_port, both(a_port, sa, b_port, sb) + " differ at dimension " + std::to_string(i) +

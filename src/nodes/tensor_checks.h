@@ -42,8 +42,7 @@ void check_broadcast(const std::string& a_port, const torch::Tensor& a, const st
 
 /// torch.matmul's rule: both at least 1-D, a's last size equal to b's
 /// second-to-last (its only one when 1-D), the batch dimensions broadcasting.
-void check_matmul(const std::string& a_port, const torch::Tensor& a, const std::string& b_port,
-                  const torch::Tensor& b);
+void check_matmul(const std::string& a_port, const torch::Tensor& a, const std::string& b_port, const torch::Tensor& b);
 
 /// The same shape on both (Stack, KLDivergence); fails on `b`.
 void check_same_shape(const std::string& a_port, const torch::Tensor& a, const std::string& b_port,

@@ -412,32 +412,31 @@ void register_evaluate(NodeRegistry& r) {
       {def::integer("batch_size", 256, "Samples per forward pass", 1), def::device("Where to evaluate")}};
   d.memory_hints.batch_param = "batch_size";
   d.reports_results = true;
-  r.add(std::move(d),
-        [](NodeContext& ctx) {
-          auto model = ctx.input_as<train::ModelPtr>("model");
-          const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
-          if (ds->num_classes == 0)
-            NodeContext::fail_input("dataset", "accuracy needs class labels; this dataset has regression targets");
-          const c10::Device device = ctx.device();
-          train::DataLoaderOptions o;
-          o.batch_size = ctx.param_int("batch_size");
-          o.shuffle = false;
-          train::DataLoader loader(ds, o);
-          torch::NoGradGuard no_grad;
-          model->to(device);
-          model->eval();
-          torch::Tensor correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
-          const torch::Tensor order = loader.epoch_order(0);
-          for (int64_t b = 0; b < loader.num_batches(); ++b) {
-            ctx.cancel().throw_if_cancelled();
-            train::Batch batch = loader.batch(order, b);
-            auto pred = model->forward(batch.inputs.to(device)).argmax(1);
-            correct += (pred == batch.targets.to(device)).sum();
-          }
-          const double c = static_cast<double>(correct.item<int64_t>());
-          const double total = static_cast<double>(ds->size());
-          return ValueMap{{"accuracy", total > 0 ? c / total : 0.0}, {"correct", c}, {"total", total}};
-        });
+  r.add(std::move(d), [](NodeContext& ctx) {
+    auto model = ctx.input_as<train::ModelPtr>("model");
+    const auto& ds = ctx.input_as<train::DatasetPtr>("dataset");
+    if (ds->num_classes == 0)
+      NodeContext::fail_input("dataset", "accuracy needs class labels; this dataset has regression targets");
+    const c10::Device device = ctx.device();
+    train::DataLoaderOptions o;
+    o.batch_size = ctx.param_int("batch_size");
+    o.shuffle = false;
+    train::DataLoader loader(ds, o);
+    torch::NoGradGuard no_grad;
+    model->to(device);
+    model->eval();
+    torch::Tensor correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
+    const torch::Tensor order = loader.epoch_order(0);
+    for (int64_t b = 0; b < loader.num_batches(); ++b) {
+      ctx.cancel().throw_if_cancelled();
+      train::Batch batch = loader.batch(order, b);
+      auto pred = model->forward(batch.inputs.to(device)).argmax(1);
+      correct += (pred == batch.targets.to(device)).sum();
+    }
+    const double c = static_cast<double>(correct.item<int64_t>());
+    const double total = static_cast<double>(ds->size());
+    return ValueMap{{"accuracy", total > 0 ? c / total : 0.0}, {"correct", c}, {"total", total}};
+  });
 }
 
 }  // namespace

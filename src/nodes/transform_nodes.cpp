@@ -67,34 +67,35 @@ ValueMap append_step(NodeContext& ctx, const train::AugmentStep& step) {
 
 /// A step node: optional chain in, chain out, its own params.
 graph::NodeDef step_node(const char* name, const char* description, std::vector<graph::ParamDef> params) {
-  graph::NodeDef d{name,
-                   "Data",
-                   description,
-                   {def::in("transform", DataType::kTransform, "Steps to run before this one; unwired starts a chain",
-                            true)},
-                   {def::out("transform", DataType::kTransform, "The chain so far, with this step appended")},
-                   std::move(params)};
+  graph::NodeDef d{
+      name,
+      "Data",
+      description,
+      {def::in("transform", DataType::kTransform, "Steps to run before this one; unwired starts a chain", true)},
+      {def::out("transform", DataType::kTransform, "The chain so far, with this step appended")},
+      std::move(params)};
   return d;
 }
 
 }  // namespace
 
 void nodes::register_transform_nodes(NodeRegistry& r) {
-  r.add(step_node("RandomCrop",
-                  "Pad, then take a random size x size window: the object lands a few pixels off centre each "
-                  "epoch, so the model stops relying on where it was.",
-                  {def::integer("size", 32, "Side length in pixels of the cropped square", 1),
-                   def::integer("padding", 4, "Pixels added on every side before cropping", 0),
-                   def::advanced(def::select("padding_mode", "constant", {"constant", "edge", "reflect"},
-                                             "What the added border holds: 0, the edge pixel, or the image mirrored"))}),
-        [](NodeContext& ctx) {
-          train::AugmentStep s;
-          s.type = "RandomCrop";
-          s.size = ctx.param_int("size");
-          s.padding = ctx.param_int("padding");
-          s.padding_mode = ctx.param_string("padding_mode");
-          return append_step(ctx, s);
-        });
+  r.add(
+      step_node("RandomCrop",
+                "Pad, then take a random size x size window: the object lands a few pixels off centre each "
+                "epoch, so the model stops relying on where it was.",
+                {def::integer("size", 32, "Side length in pixels of the cropped square", 1),
+                 def::integer("padding", 4, "Pixels added on every side before cropping", 0),
+                 def::advanced(def::select("padding_mode", "constant", {"constant", "edge", "reflect"},
+                                           "What the added border holds: 0, the edge pixel, or the image mirrored"))}),
+      [](NodeContext& ctx) {
+        train::AugmentStep s;
+        s.type = "RandomCrop";
+        s.size = ctx.param_int("size");
+        s.padding = ctx.param_int("padding");
+        s.padding_mode = ctx.param_string("padding_mode");
+        return append_step(ctx, s);
+      });
   r.add(step_node("RandomHorizontalFlip", "Mirror the image left to right with probability p.",
                   {def::number("p", 0.5, "Probability of flipping a sample", 0.0, 1.0)}),
         [](NodeContext& ctx) {
@@ -157,8 +158,8 @@ void nodes::register_transform_nodes(NodeRegistry& r) {
 
   std::vector<graph::PortDef> steps;
   for (int i = 1; i <= 8; ++i)
-    steps.push_back(
-        def::in("step_" + std::to_string(i), DataType::kTransform, "Chain to run at position " + std::to_string(i), true));
+    steps.push_back(def::in("step_" + std::to_string(i), DataType::kTransform,
+                            "Chain to run at position " + std::to_string(i), true));
   r.add({"ComposeTransform",
          "Data",
          "Join several transform chains into one, in port order: step_1 runs first.",

@@ -80,9 +80,8 @@ void Api::add_server_routes() {
   // The node list is fixed once the registry is built: made once, answered as it is.
   nlohmann::json node_list = nlohmann::json::array();
   for (const auto* t : registry_.list()) node_list.push_back(graph::to_json(t->def));
-  routes_.add("GET", "/api/nodes", [answer = Response::json(200, node_list)](const Request&, const PathParams&) {
-    return answer;
-  });
+  routes_.add("GET", "/api/nodes",
+              [answer = Response::json(200, node_list)](const Request&, const PathParams&) { return answer; });
   routes_.add("GET", "/api/types",
               [](const Request&, const PathParams&) { return Response::json(200, graph::type_rules_json()); });
   routes_.add("GET", "/api/nodes/{name}", [this](const Request&, const PathParams& p) {

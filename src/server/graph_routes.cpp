@@ -79,9 +79,9 @@ GraphRoutes::GraphRoutes(fs::path graphs_dir, fs::path examples_dir, const NodeR
 }
 
 void GraphRoutes::add_routes(RouteTable& table) {
-  table.add("POST", "/api/graph/validate",
-            validations_.run_here(
-                [this](const Request& r, const PathParams&) { return after_trimming(r, validate(r)); }));
+  table.add("POST", "/api/graph/validate", validations_.run_here([this](const Request& r, const PathParams&) {
+    return after_trimming(r, validate(r));
+  }));
   table.add("POST", "/api/graph/save",
             saves_.run_here([this](const Request& r, const PathParams&) { return after_trimming(r, save(r)); }));
   table.add("GET", "/api/graph/load/{name}",

@@ -543,7 +543,7 @@ class Session : public std::enable_shared_from_this<Session> {
   const ServerOptions& options_;
   Uploads& uploads_;
   bool keep_alive_ = false;
-  bool head_ = false;         ///< the request is a HEAD, asked as GET: its answer goes without a body
+  bool head_ = false;  ///< the request is a HEAD, asked as GET: its answer goes without a body
   unsigned version_ = 11;
   size_t body_limit_ = 0;     ///< the limit of the request being read
   bool upload_ = false;       ///< the request being read is an upload: its route streams the body to disk

@@ -20,8 +20,8 @@ inline constexpr int64_t kDefaultUploadBytesMax = 524288000;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 8000;             ///< 0: any free port (tests)
-  size_t body_limit = 16u << 20;    ///< larger bodies get 413
+  uint16_t port = 8000;                          ///< 0: any free port (tests)
+  size_t body_limit = 16u << 20;                 ///< larger bodies get 413
   size_t upload_limit = kDefaultUploadBytesMax;  ///< largest file /api/models/upload takes (plus 64 KiB of form)
   /// Where upload bodies are received (a file each, removed once answered);
   /// empty: uploads are read into memory like other bodies.

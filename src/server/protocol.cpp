@@ -34,9 +34,9 @@ json message(const char* type, std::vector<Field> fields) {
 json protocol_schema() {
   const json text_or_null = json::array({"string", "null"});
   json kinds = json::array();
-  for (RunErrorKind k : {RunErrorKind::kInvalidGraph, RunErrorKind::kUsage, RunErrorKind::kNodeError,
-                         RunErrorKind::kOutOfMemory, RunErrorKind::kStopped, RunErrorKind::kDistributed,
-                         RunErrorKind::kInternal})
+  for (RunErrorKind k :
+       {RunErrorKind::kInvalidGraph, RunErrorKind::kUsage, RunErrorKind::kNodeError, RunErrorKind::kOutOfMemory,
+        RunErrorKind::kStopped, RunErrorKind::kDistributed, RunErrorKind::kInternal})
     kinds.push_back(to_string(k));
   json codes = json::array();
   for (RunErrorKind k : {RunErrorKind::kStopped, RunErrorKind::kOutOfMemory, RunErrorKind::kNodeError}) {

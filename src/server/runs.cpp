@@ -280,8 +280,8 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
           }
           if (!said || (said->kind != RunErrorKind::kOutOfMemory && said->kind != RunErrorKind::kNodeError)) continue;
           said->rank = f.rank;
-          said->message =
-              "rank " + std::to_string(f.rank) + ": " + said->message + " (rank 0 then: " + outcome.error->message + ")";
+          said->message = "rank " + std::to_string(f.rank) + ": " + said->message +
+                          " (rank 0 then: " + outcome.error->message + ")";
           outcome.error = std::move(said);
           break;
         }
@@ -481,7 +481,7 @@ void Runs::plan(const Request& r, const Respond& respond) {
   };
   const bool pinned = device != "auto";
   auto job = [this, g = std::move(g), options, choice, pinned, respond, done](const CancellationToken& token,
-                                                                     const std::string&) {
+                                                                              const std::string&) {
     device::lower_compute_priority(runner_.run_priority.for_run(choice.device.is_cpu()));
     RunSettings settings;
     if (pinned) settings.device = choice.device.str();  // else each node's own device param, as the editor's runs

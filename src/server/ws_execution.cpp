@@ -191,9 +191,9 @@ void WsExecution::receive(const std::shared_ptr<Connection>& c, const std::strin
     return send({{"type", "error"}, {"error", std::string("malformed JSON: ") + e.what()}});
   }
   if (!msg.is_object())
-    return send({{"type", "error"},
-                 {"error", "a message must be a JSON object such as {\"action\": \"stop\"}, got " +
-                               util::describe_json(msg)}});
+    return send(
+        {{"type", "error"},
+         {"error", "a message must be a JSON object such as {\"action\": \"stop\"}, got " + util::describe_json(msg)}});
   std::string action;
   try {
     action = util::string_field(msg, "action").value_or("");
@@ -208,7 +208,8 @@ void WsExecution::receive(const std::shared_ptr<Connection>& c, const std::strin
     if (!stop_current(c, false)) send({{"type", "execution_stopped"}});  // nothing running: answered at once
     return;
   }
-  if (action != "execute") return send({{"type", "error"}, {"error", "Unknown action: " + action}});  // CodefyUI's words
+  if (action != "execute")
+    return send({{"type", "error"}, {"error", "Unknown action: " + action}});  // CodefyUI's words
   stop_current(c, true);  // a new execute replaces the running one, as in CodefyUI
   execute(c, msg);
 }
@@ -261,12 +262,12 @@ ExecuteFields read_execute_fields(const nlohmann::json& msg) {
   f.verbose = util::bool_field(msg, "verbose").value_or(false);
   if (const auto it = msg.find("changed_nodes"); it != msg.end() && !it->is_null()) {
     if (!it->is_array())
-      throw util::JsonFieldError("changed_nodes", "\"changed_nodes\" must be a list of node ids, got " +
-                                                      util::describe_json(*it));
+      throw util::JsonFieldError("changed_nodes",
+                                 "\"changed_nodes\" must be a list of node ids, got " + util::describe_json(*it));
     for (const auto& n : *it) {
       if (!n.is_string())
-        throw util::JsonFieldError("changed_nodes", "\"changed_nodes\" must list node ids as text, got " +
-                                                        util::describe_json(n));
+        throw util::JsonFieldError("changed_nodes",
+                                   "\"changed_nodes\" must list node ids as text, got " + util::describe_json(n));
       f.changed_nodes.insert(n.get<std::string>());
     }
   }

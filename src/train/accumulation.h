@@ -9,9 +9,7 @@ namespace codefy::train {
 /// What each micro-batch's loss is multiplied by when `accumulate_steps`
 /// batches make one update: 1/N for every window, the short last one too,
 /// so N batches add up to the mean over the larger batch.
-inline double accumulation_loss_scale(int64_t accumulate_steps) {
-  return 1.0 / static_cast<double>(accumulate_steps);
-}
+inline double accumulation_loss_scale(int64_t accumulate_steps) { return 1.0 / static_cast<double>(accumulate_steps); }
 
 /// Splits an epoch's micro-batches into windows of `accumulate_steps`. The
 /// last window of an epoch may be short; windows never cross epochs, so an

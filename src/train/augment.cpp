@@ -56,7 +56,8 @@ at::Tensor random_rotation(const at::Tensor& x, const AugmentStep& s, Draws& d) 
   const at::Tensor theta = torch::tensor({{c, -si * h / w, 0.0}, {si * w / h, c, 0.0}}, torch::kFloat32).unsqueeze(0);
   const at::Tensor img = x.unsqueeze(0);
   const at::Tensor grid = F::affine_grid(theta, img.sizes().vec(), false);
-  const auto nearest = F::GridSampleFuncOptions().mode(torch::kNearest).padding_mode(torch::kZeros).align_corners(false);
+  const auto nearest =
+      F::GridSampleFuncOptions().mode(torch::kNearest).padding_mode(torch::kZeros).align_corners(false);
   at::Tensor out = F::grid_sample(img, grid, nearest);
   if (s.fill != 0) out += s.fill * (1 - F::grid_sample(torch::ones_like(img), grid, nearest));
   return out.squeeze(0);
@@ -66,8 +67,9 @@ at::Tensor normalize(const at::Tensor& x, const AugmentStep& s, size_t i) {
   const int64_t channels = x.size(0);
   const auto per_channel = [&](const std::vector<double>& v, const char* name) {
     if (v.size() != 1 && static_cast<int64_t>(v.size()) != channels)
-      throw bad(i, s, std::string(name) + " has " + std::to_string(v.size()) + " values for " +
-                          std::to_string(channels) + " channel(s); give one per channel, or one for all");
+      throw bad(i, s,
+                std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(channels) +
+                    " channel(s); give one per channel, or one for all");
     std::vector<float> f(v.begin(), v.end());
     return torch::tensor(f, torch::kFloat32).view({-1, 1, 1});
   };
@@ -145,9 +147,10 @@ at::Tensor Augmentation::apply(const at::Tensor& sample, uint64_t draws) const {
       throw bad(i, s, "needs images [C, H, W]; a sample here is " + std::to_string(x.dim()) + "-dimensional");
     if (s.type == "RandomCrop") {
       if (x.size(-2) + 2 * s.padding < s.size || x.size(-1) + 2 * s.padding < s.size)
-        throw bad(i, s, "a " + std::to_string(s.size) + "x" + std::to_string(s.size) + " crop does not fit in " +
-                            std::to_string(x.size(-2)) + "x" + std::to_string(x.size(-1)) + " images padded by " +
-                            std::to_string(s.padding));
+        throw bad(i, s,
+                  "a " + std::to_string(s.size) + "x" + std::to_string(s.size) + " crop does not fit in " +
+                      std::to_string(x.size(-2)) + "x" + std::to_string(x.size(-1)) + " images padded by " +
+                      std::to_string(s.padding));
       if (s.padding_mode == "reflect" && (s.padding >= x.size(-2) || s.padding >= x.size(-1)))
         throw bad(i, s, "reflect padding must be smaller than the image");
       x = random_crop(x, s, d);

@@ -28,13 +28,13 @@ struct AugmentStep {
   /// CodefyUI's node name: "RandomCrop", "RandomHorizontalFlip",
   /// "RandomRotation", "NormalizeTransform", "ToTensorTransform".
   std::string type;
-  int64_t size = 0;     ///< RandomCrop: side of the square
-  int64_t padding = 0;  ///< RandomCrop: pixels added on every side first
+  int64_t size = 0;                       ///< RandomCrop: side of the square
+  int64_t padding = 0;                    ///< RandomCrop: pixels added on every side first
   std::string padding_mode = "constant";  ///< constant (0), edge, reflect
-  double p = 0.5;        ///< RandomHorizontalFlip: probability
-  double degrees = 0;    ///< RandomRotation: angle drawn from [-degrees, degrees]
-  double fill = 0;       ///< RandomRotation: value of the corners left empty
-  std::vector<double> mean, std;  ///< NormalizeTransform: one per channel, or one for all
+  double p = 0.5;                         ///< RandomHorizontalFlip: probability
+  double degrees = 0;                     ///< RandomRotation: angle drawn from [-degrees, degrees]
+  double fill = 0;                        ///< RandomRotation: value of the corners left empty
+  std::vector<double> mean, std;          ///< NormalizeTransform: one per channel, or one for all
 };
 
 /// A transform chain, in order.

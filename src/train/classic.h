@@ -128,7 +128,7 @@ LogisticModel fit_logistic(const torch::Tensor& x, const torch::Tensor& y, int64
 /// equally good splits the first column wins (scikit-learn tries them in a
 /// random order of its own generator).
 struct TreeOptions {
-  int64_t max_depth = 0;         ///< 0 = no limit
+  int64_t max_depth = 0;           ///< 0 = no limit
   std::string criterion = "gini";  ///< gini, entropy, log_loss
 };
 struct TreeNode {
@@ -140,7 +140,7 @@ struct TreeNode {
 struct DecisionTree {
   std::vector<TreeNode> nodes;  ///< nodes[0] is the root
   int64_t num_features = 0;
-  torch::Tensor feature_importances;  ///< float64 [F], summing to 1 (all zero for a single leaf)
+  torch::Tensor feature_importances;                    ///< float64 [F], summing to 1 (all zero for a single leaf)
   torch::Tensor predict(const torch::Tensor& x) const;  ///< int64 class index per row
   /// scikit-learn's export_text(): `|--- feature_0 <= 0.50` lines, leaves as `class: <label>`.
   std::string to_text(const std::vector<std::string>& classes) const;

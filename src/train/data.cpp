@@ -45,7 +45,6 @@ std::string column_list(const std::vector<std::string>& header) {
   return header.size() > 20 ? list + " and " + std::to_string(header.size() - 20) + " more" : list;
 }
 
-
 // ---------------------------------------------------------------------------
 // idx files
 
@@ -421,7 +420,8 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
   // A table to train on has features and a target: a one-column file is not one (and its "header"
   // is the first line of whatever file it is, which the message must not show).
   if (num_columns < 2)
-    throw std::runtime_error(path.string() + " is not a CSV table: its first line has one column (features and a "
+    throw std::runtime_error(path.string() +
+                             " is not a CSV table: its first line has one column (features and a "
                              "target column are needed, separated by commas)");
   const int64_t num_rows = static_cast<int64_t>(records.size()) - 1;
   if (num_rows == 0) throw std::runtime_error("CSV file has a header but no data rows: " + path.string());
@@ -466,8 +466,8 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
       if (any_numeric) features.push_back(c);
     }
     if (features.empty()) {
-      throw std::runtime_error("no numeric feature columns in " + path.string() +
-                               " (columns: " + column_list(header) + ")");
+      throw std::runtime_error("no numeric feature columns in " + path.string() + " (columns: " + column_list(header) +
+                               ")");
     }
   }
 
@@ -478,8 +478,8 @@ Dataset load_csv(const fs::path& path, const CsvOptions& options) {
       const std::string& cell = records[r].fields[features[f]];
       auto value = parse_number(cell);
       if (!value) {
-        throw std::runtime_error("non-numeric value '" + quoted(cell) + "' in feature column '" + quoted(header[features[f]]) +
-                                 "' at " + where(r));
+        throw std::runtime_error("non-numeric value '" + quoted(cell) + "' in feature column '" +
+                                 quoted(header[features[f]]) + "' at " + where(r));
       }
       *x++ = static_cast<float>(*value);
     }

@@ -14,9 +14,9 @@
 namespace codefy::train {
 
 struct ResumeState {
-  int64_t last_epoch = 0;     ///< epochs completed overall: where the continued run starts
-  int64_t total_steps = 0;    ///< optimizer updates so far
-  int64_t total_batches = 0;  ///< forward passes so far
+  int64_t last_epoch = 0;              ///< epochs completed overall: where the continued run starts
+  int64_t total_steps = 0;             ///< optimizer updates so far
+  int64_t total_batches = 0;           ///< forward passes so far
   std::optional<uint64_t> train_seed;  ///< the run's seed (dropout and the like); absent: the new run's own
   std::optional<uint64_t> data_seed;   ///< the data order's seed; absent: the loader's own
   nlohmann::json scheduler_state;      ///< null: a fresh schedule

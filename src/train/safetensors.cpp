@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
-#include <string_view>
 #include <stdexcept>
+#include <string_view>
 
 namespace codefy::train {
 

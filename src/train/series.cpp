@@ -10,8 +10,7 @@
 namespace codefy::train {
 
 torch::Tensor make_series(const SeriesOptions& o) {
-  if (o.steps < 2 || o.features < 1)
-    throw SeriesOptionError("steps", "a series needs at least 2 steps and 1 feature");
+  if (o.steps < 2 || o.features < 1) throw SeriesOptionError("steps", "a series needs at least 2 steps and 1 feature");
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(o.seed);
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
   const torch::Tensor t = torch::arange(o.steps, f64).unsqueeze(1);  // [T, 1]
@@ -28,7 +27,8 @@ torch::Tensor make_series(const SeriesOptions& o) {
   if (o.features > 1) {
     // Feature 0 leans on feature 1 three steps back.
     const int64_t lag = 3;
-    torch::Tensor lagged = torch::cat({x.select(1, 1).narrow(0, 0, 1).expand({lag}), x.select(1, 1).narrow(0, 0, o.steps - lag)});
+    torch::Tensor lagged =
+        torch::cat({x.select(1, 1).narrow(0, 0, 1).expand({lag}), x.select(1, 1).narrow(0, 0, o.steps - lag)});
     x.select(1, 0).mul_(0.4).add_(lagged, 0.6);
   }
   return x.to(torch::kFloat32).contiguous();
@@ -42,7 +42,9 @@ Dataset windows_of(const torch::Tensor& series, const WindowOptions& o, int64_t 
   d.name = name;
   // unfold gives [N, features, window] views of the series; no copy.
   d.inputs = series.narrow(0, first, (count - 1) * o.stride + o.window).unfold(0, o.window, o.stride).transpose(1, 2);
-  d.targets = series.select(1, o.target).narrow(0, first + o.window, (count - 1) * o.stride + o.horizon).unfold(0, o.horizon, o.stride);
+  d.targets = series.select(1, o.target)
+                  .narrow(0, first + o.window, (count - 1) * o.stride + o.horizon)
+                  .unfold(0, o.horizon, o.stride);
   d.num_classes = 0;
   return d;
 }
@@ -58,7 +60,7 @@ WindowedSeries make_windows(const torch::Tensor& raw, const WindowOptions& o) {
   if (o.stride < 1) throw SeriesOptionError("stride", "must be at least 1");
   if (o.target < 0 || o.target >= features)
     throw SeriesOptionError("target", "column " + std::to_string(o.target) + " is not one of the series' " +
-                                std::to_string(features) + " features");
+                                          std::to_string(features) + " features");
   if (!(o.val_fraction > 0 && o.val_fraction < 1)) throw SeriesOptionError("val_fraction", "must be between 0 and 1");
   WindowedSeries w;
   w.split = static_cast<int64_t>(std::llround(static_cast<double>(steps) * (1 - o.val_fraction)));
@@ -70,9 +72,10 @@ WindowedSeries make_windows(const torch::Tensor& raw, const WindowOptions& o) {
   const int64_t val_count = val_first >= 0 && steps - val_first >= span ? (steps - val_first - span) / o.stride + 1 : 0;
   if (train_count < 1 || val_count < 1)
     throw SeriesOptionError("window", "window + horizon = " + std::to_string(span) + " steps do not fit in the " +
-                                (train_count < 1 ? "training part (" + std::to_string(w.split)
-                                                 : "validation part (" + std::to_string(steps - w.split)) +
-                                " of " + std::to_string(steps) + " steps); use a longer series or a shorter window");
+                                          (train_count < 1 ? "training part (" + std::to_string(w.split)
+                                                           : "validation part (" + std::to_string(steps - w.split)) +
+                                          " of " + std::to_string(steps) +
+                                          " steps); use a longer series or a shorter window");
   torch::Tensor x = raw.to(torch::kFloat32);
   if (o.normalize) {
     const torch::Tensor part = x.narrow(0, 0, w.split);

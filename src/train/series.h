@@ -43,10 +43,10 @@ class SeriesOptionError : public InputError {
 };
 
 struct WindowOptions {
-  int64_t window = 256;   ///< input steps per sample
-  int64_t horizon = 16;   ///< target steps per sample, right after the window
-  int64_t target = 0;     ///< the feature (column) forecast
-  int64_t stride = 1;     ///< steps between the starts of neighbouring samples
+  int64_t window = 256;  ///< input steps per sample
+  int64_t horizon = 16;  ///< target steps per sample, right after the window
+  int64_t target = 0;    ///< the feature (column) forecast
+  int64_t stride = 1;    ///< steps between the starts of neighbouring samples
   double val_fraction = 0.2;
   bool normalize = true;  ///< standardise each feature with the training part's mean and std
 };
@@ -56,11 +56,11 @@ struct WindowOptions {
 /// the windows overlap in memory, so a 20,000-window data set costs the
 /// series' bytes, and a batch copies only its own samples.
 struct WindowedSeries {
-  Dataset train;  ///< every sample whose horizon ends before `split`
-  Dataset val;    ///< every sample whose horizon starts at or after `split`
-  torch::Tensor series;  ///< [steps, features], standardised when asked
+  Dataset train;            ///< every sample whose horizon ends before `split`
+  Dataset val;              ///< every sample whose horizon starts at or after `split`
+  torch::Tensor series;     ///< [steps, features], standardised when asked
   torch::Tensor mean, std;  ///< [features]; zeros and ones without normalize
-  int64_t split = 0;  ///< first step of the validation part
+  int64_t split = 0;        ///< first step of the validation part
 };
 
 /// Cuts `series` [steps, features] into windows. Throws

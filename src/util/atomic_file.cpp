@@ -53,8 +53,7 @@ void write_atomically(const fs::path& path, const std::function<std::string(int 
   // Unique per process and call, matching the "*.tmp.*" ignore pattern. A
   // name near the 255-byte limit keeps only as much of itself as leaves room
   // for the suffix: the file's own name may be that long, its temporary too.
-  const std::string suffix =
-      ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter.fetch_add(1));
+  const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter.fetch_add(1));
   const std::string name = path.filename().string();
   const fs::path temp = dir / (name.substr(0, kNameMax - suffix.size()) + suffix);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);

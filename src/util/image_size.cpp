@@ -45,7 +45,8 @@ std::optional<ImageSize> png_size_base64(std::string_view text) {
 
 int64_t max_image_pixels() {
   const std::optional<int64_t> n = env_count("CODEFYUI_MAX_IMAGE_PIXELS", "a whole number of pixels >= 1");
-  if (n && *n < 1) throw std::invalid_argument("CODEFYUI_MAX_IMAGE_PIXELS must be a whole number of pixels >= 1, got 0");
+  if (n && *n < 1)
+    throw std::invalid_argument("CODEFYUI_MAX_IMAGE_PIXELS must be a whole number of pixels >= 1, got 0");
   return n.value_or(kDefaultMaxImagePixels);
 }
 

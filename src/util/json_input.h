@@ -39,8 +39,7 @@ void check_json_depth(std::string_view text, int max_depth = kMaxJsonDepth);
 /// names the field, the type the protocol gives it and what came instead.
 class JsonFieldError : public JsonInputError {
  public:
-  JsonFieldError(std::string field, const std::string& message)
-      : JsonInputError(message), field_(std::move(field)) {}
+  JsonFieldError(std::string field, const std::string& message) : JsonInputError(message), field_(std::move(field)) {}
   const std::string& field() const { return field_; }
 
  private:

@@ -244,14 +244,17 @@ nlohmann::json augmented_fashion_graph(int64_t workers, bool augment) {
        {node("start", "Start", nlohmann::json::object()),
         node("data", "Dataset", {{"name", "FashionMNIST"}, {"split", "train"}, {"data_dir", ""}, {"max_samples", 512}}),
         node("loader", "DataLoader", {{"batch_size", 64}, {"shuffle", true}, {"num_workers", workers}}),
-        node("model", "SequentialModel", {{"layers", layers.dump()}}), node("loss", "Loss", {{"type", "CrossEntropyLoss"}}),
-        node("opt", "Optimizer", {{"type", "SGD"}, {"lr", 0.05}}),
+        node("model", "SequentialModel", {{"layers", layers.dump()}}),
+        node("loss", "Loss", {{"type", "CrossEntropyLoss"}}), node("opt", "Optimizer", {{"type", "SGD"}, {"lr", 0.05}}),
         node("train", "TrainingLoop", {{"epochs", 3}, {"device", "cpu"}})}},
       {"edges",
        {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "model"}, {"type", "trigger"}},
-        edge("data", "dataset", "loader", "dataset"), edge("model", "model", "opt", "model"),
-        edge("model", "model", "train", "model"), edge("loader", "dataloader", "train", "dataloader"),
-        edge("opt", "optimizer", "train", "optimizer"), edge("loss", "loss_fn", "train", "loss_fn")}}};
+        edge("data", "dataset", "loader", "dataset"),
+        edge("model", "model", "opt", "model"),
+        edge("model", "model", "train", "model"),
+        edge("loader", "dataloader", "train", "dataloader"),
+        edge("opt", "optimizer", "train", "optimizer"),
+        edge("loss", "loss_fn", "train", "loss_fn")}}};
   if (augment) {
     g["nodes"].push_back(node("crop", "RandomCrop", {{"size", 28}, {"padding", 2}}));
     g["nodes"].push_back(node("flip", "RandomHorizontalFlip", {{"p", 0.5}}));

@@ -1,11 +1,11 @@
 // Helpers shared by the engine and integration tests.
 #pragma once
 
-#include "test_util.h"
 #include "device/runtime.h"
 #include "engine/executor.h"
 #include "graph/graph.h"
 #include "nodes/library.h"
+#include "test_util.h"
 #include "train/serialize.h"
 
 #include <gtest/gtest.h>

@@ -13,8 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <ostream>
 #include <map>
+#include <ostream>
 #include <regex>
 #include <sstream>
 
@@ -36,11 +36,12 @@ nlohmann::json tiny_graph(const std::string& optimizer, int64_t batch, int64_t a
       "ddp", 2, 16, 3, {{"n_samples", samples}, {"n_features", 2}, {"n_classes", 3}, {"seed", 5}},
       {{"batch_size", batch}, {"shuffle", true}}, opt,
       {{"epochs", epochs}, {"strategy", "ddp"}, {"device", "cpu"}, {"accumulate_steps", accumulate}});
-  g["nodes"].push_back({{"id", "save"},
-                        {"type", "ModelSaver"},
-                        {"data", {{"params", {{"path", weights.string()}}}}}});
-  g["edges"].push_back({{"source", "train"}, {"sourceHandle", "model"}, {"target", "save"},
-                        {"targetHandle", "model"}, {"type", "data"}});
+  g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"data", {{"params", {{"path", weights.string()}}}}}});
+  g["edges"].push_back({{"source", "train"},
+                        {"sourceHandle", "model"},
+                        {"target", "save"},
+                        {"targetHandle", "model"},
+                        {"type", "data"}});
   return g;
 }
 
@@ -82,11 +83,10 @@ TEST_P(DdpExactness, TwoRanksLandOnTheWeightsOfOneProcessWithTheCombinedBatch) {
       "run " + write_graph(dir, "one", tiny_graph(c.optimizer, combined, 1, epochs, samples, dir / "one.pt")) +
       " --json --threads 1");
   ASSERT_EQ(one.exit_code, 0) << one.output;
-  const auto two = run_codefy("run " +
-                              write_graph(dir, "two",
-                                          tiny_graph(c.optimizer, c.ddp_batch, c.accumulate, epochs, samples,
-                                                     dir / "two.pt")) +
-                              " --json --nproc-per-node 2 --threads 1 --dist-timeout 20");
+  const auto two = run_codefy(
+      "run " +
+      write_graph(dir, "two", tiny_graph(c.optimizer, c.ddp_batch, c.accumulate, epochs, samples, dir / "two.pt")) +
+      " --json --nproc-per-node 2 --threads 1 --dist-timeout 20");
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_LE(weight_difference(dir / "two.pt", dir / "one.pt"), 1e-5);
 
@@ -117,29 +117,27 @@ TEST_P(DdpExactness, TwoRanksLandOnTheWeightsOfOneProcessWithTheCombinedBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, DdpExactness,
-                         ::testing::Values(Exactness{"SGD", 16, 1}, Exactness{"Adam", 16, 1},
-                                           Exactness{"SGD", 4, 4}),
+                         ::testing::Values(Exactness{"SGD", 16, 1}, Exactness{"Adam", 16, 1}, Exactness{"SGD", 4, 4}),
                          [](const auto& info) {
-                           return std::string(info.param.optimizer) + "_batch" +
-                                  std::to_string(info.param.ddp_batch) + "_accumulate" +
-                                  std::to_string(info.param.accumulate);
+                           return std::string(info.param.optimizer) + "_batch" + std::to_string(info.param.ddp_batch) +
+                                  "_accumulate" + std::to_string(info.param.accumulate);
                          });
 
 /// `g` with a CheckpointSaver of the trained model, optimizer and metrics.
 nlohmann::json with_checkpoint_saver(nlohmann::json g, const std::filesystem::path& checkpoint) {
-  g["nodes"].push_back({{"id", "ckpt"}, {"type", "CheckpointSaver"},
-                        {"data", {{"params", {{"path", checkpoint.string()}}}}}});
+  g["nodes"].push_back(
+      {{"id", "ckpt"}, {"type", "CheckpointSaver"}, {"data", {{"params", {{"path", checkpoint.string()}}}}}});
   for (const char* port : {"model", "optimizer", "metrics"})
-    g["edges"].push_back({{"source", "train"}, {"sourceHandle", port}, {"target", "ckpt"},
-                          {"targetHandle", port}, {"type", "data"}});
+    g["edges"].push_back(
+        {{"source", "train"}, {"sourceHandle", port}, {"target", "ckpt"}, {"targetHandle", port}, {"type", "data"}});
   return g;
 }
 
 /// `g` resuming from `checkpoint`: mlp and opt go through a CheckpointLoader
 /// whose model, optimizer and resume_state feed the TrainingLoop.
 nlohmann::json resuming_from(nlohmann::json g, const std::filesystem::path& checkpoint) {
-  g["nodes"].push_back({{"id", "load"}, {"type", "CheckpointLoader"},
-                        {"data", {{"params", {{"path", checkpoint.string()}}}}}});
+  g["nodes"].push_back(
+      {{"id", "load"}, {"type", "CheckpointLoader"}, {"data", {{"params", {{"path", checkpoint.string()}}}}}});
   nlohmann::json edges = nlohmann::json::array();
   for (const auto& e : g["edges"])
     if (!(e["target"] == "train" && (e["targetHandle"] == "model" || e["targetHandle"] == "optimizer")))
@@ -162,7 +160,8 @@ nlohmann::json resuming_from(nlohmann::json g, const std::filesystem::path& chec
 TEST(Ddp, ResumesWithAnotherWorldSize) {
   const auto dir = temp_dir("ddp_resume");
   const std::string one = " --json --threads 1", two = " --json --threads 1 --nproc-per-node 2 --dist-timeout 20";
-  const auto full = run_codefy("run " + write_graph(dir, "full", tiny_graph("Adam", 32, 1, 3, 96, dir / "full.pt")) + one);
+  const auto full =
+      run_codefy("run " + write_graph(dir, "full", tiny_graph("Adam", 32, 1, 3, 96, dir / "full.pt")) + one);
   ASSERT_EQ(full.exit_code, 0) << full.output;
   struct Leg {
     const char* name;
@@ -281,7 +280,6 @@ Signalled signal_during_training(const std::string& tag, int timeout_s, int rank
   return s;
 }
 
-
 /// The listening TCP sockets `ss` shows for process `pid`: their local addresses.
 std::vector<std::string> listening_addresses(pid_t pid) {
   std::vector<std::string> found;
@@ -323,7 +321,8 @@ TEST(Ddp, OneMachinesRanksListenOnLoopbackOnlyAndTheRendezvousFolderGoes) {
       EXPECT_EQ(a.rfind("127.0.0.1:", 0), 0u) << "rank pid " << pid << " listens on " << a;
   // The config event says where the ranks met; that folder is gone afterwards.
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(l.output, m, std::regex("\"rendezvous\":\\{\"path\":\"([^\"]+)\",\"store\":\"file\"\\}")))
+  ASSERT_TRUE(
+      std::regex_search(l.output, m, std::regex("\"rendezvous\":\\{\"path\":\"([^\"]+)\",\"store\":\"file\"\\}")))
       << l.output.substr(0, 3000);
   const std::filesystem::path store = m[1].str();
   EXPECT_EQ(store.parent_path().filename().string().rfind("codefy-ddp-", 0), 0u) << store;

@@ -1,14 +1,14 @@
 // The c10d process group with real processes: a forked child is rank 1.
+#include "distributed/process_group.h"
 #include "../common/test_util.h"
 #include "distributed/launcher.h"
-#include "distributed/process_group.h"
 #include "train/grad_buffer.h"
 
 #include <torch/torch.h>
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -159,7 +159,6 @@ TEST(ProcessGroup, BackendFollowsTheLinkedLibTorch) {
     EXPECT_THROW((ProcessGroup{w, o}), std::runtime_error);
   }
 }
-
 
 // Issue #34 item 2: on one machine the ranks meet through a FileStore in a
 // folder of this user's, so the store (which has no authentication) listens

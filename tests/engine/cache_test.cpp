@@ -2,9 +2,9 @@
 // from the execution cache until their file changes; SequentialModel's module
 // stays in the node state store so training continues where it stopped; an
 // out-of-memory drops the failing node's entries (R-OOM-2).
+#include "../common/test_support.h"
 #include "device/memory.h"
 #include "engine/oom.h"
-#include "../common/test_support.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Executor: determinism, cancellation, node identity in errors, events.
 #include "engine/executor.h"
-#include "device/memory.h"
 #include "../common/test_support.h"
+#include "device/memory.h"
 #include "train/serialize.h"
 
 #include <torch/torch.h>

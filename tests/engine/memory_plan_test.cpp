@@ -3,10 +3,10 @@
 // largest micro-batch it names trains under that budget and 1.25x it runs out
 // of memory with the report; options reach the effective batch exactly; a
 // budget too small even for a micro-batch of 1 exits as an out-of-memory run.
-#include "device/memory.h"
 #include "engine/memory_plan.h"
 #include "../common/test_support.h"
 #include "../model/spec_builder.h"
+#include "device/memory.h"
 
 #include <gtest/gtest.h>
 
@@ -17,9 +17,10 @@ namespace codefy::testing {
 namespace {
 
 nlohmann::json toy_graph(const nlohmann::json& layers, int64_t features, int64_t batch, const std::string& precision) {
-  nlohmann::json g = mlp_training_graph("plan", 1, 1, 1, {{"n_samples", 512}, {"n_features", features}, {"n_classes", 10}},
-                                        {{"batch_size", batch}, {"shuffle", true}}, {{"type", "Adam"}, {"lr", 1e-3}},
-                                        {{"epochs", 1}, {"device", "cpu"}, {"precision", precision}});
+  nlohmann::json g =
+      mlp_training_graph("plan", 1, 1, 1, {{"n_samples", 512}, {"n_features", features}, {"n_classes", 10}},
+                         {{"batch_size", batch}, {"shuffle", true}}, {{"type", "Adam"}, {"lr", 1e-3}},
+                         {{"epochs", 1}, {"device", "cpu"}, {"precision", precision}});
   set_param(g, "mlp", "layers", layers.dump());
   return g;
 }
@@ -178,9 +179,10 @@ TEST(MemoryPlan, Issue29_ABudgetBelowOneSampleExitsAsOutOfMemoryAndMeasuresWithi
 }
 
 TEST(MemoryPlan, Issue29_AGraphWithoutATrainingLoopIsAnInputErrorNamingIt) {
-  const nlohmann::json g = {{"name", "nothing to train"},
-                            {"nodes", {{{"id", "start"}, {"type", "Start"}, {"data", {{"params", nlohmann::json::object()}}}}}},
-                            {"edges", nlohmann::json::array()}};
+  const nlohmann::json g = {
+      {"name", "nothing to train"},
+      {"nodes", {{{"id", "start"}, {"type", "Start"}, {"data", {{"params", nlohmann::json::object()}}}}}},
+      {"edges", nlohmann::json::array()}};
   const Command c = run_codefy("plan " + write_graph(g, "none").string());
   EXPECT_NE(c.exit_code, 0);
   EXPECT_NE(c.output.find("\"nothing to train\" has no training node"), std::string::npos) << c.output;

@@ -5,9 +5,9 @@
 // Each model is chosen so activations are most of its training peak, which is
 // what the two claims are about: weights, gradients and Adam's state stay in
 // fp32 and do not shrink with the batch.
-#include "device/memory.h"
 #include "../common/test_support.h"
 #include "../model/spec_builder.h"
+#include "device/memory.h"
 
 #include <gtest/gtest.h>
 
@@ -25,15 +25,11 @@ struct Shape {
 /// Training peak (peak minus what was live when training started) of 3
 /// optimizer updates of `shape`'s model with Adam.
 int64_t training_peak(const Shape& shape, int64_t batch, int64_t accumulate, const std::string& precision) {
-  nlohmann::json g = mlp_training_graph("memory ratios", 1, 1, 1,
-                                        {{"n_samples", 4 * 4 * shape.micro_batch}, {"n_features", shape.features},
-                                         {"n_classes", 10}},
-                                        {{"batch_size", batch}, {"shuffle", true}}, {{"type", "Adam"}, {"lr", 1e-3}},
-                                        {{"epochs", 1},
-                                         {"max_steps", 3},
-                                         {"device", "cpu"},
-                                         {"precision", precision},
-                                         {"accumulate_steps", accumulate}});
+  nlohmann::json g = mlp_training_graph(
+      "memory ratios", 1, 1, 1,
+      {{"n_samples", 4 * 4 * shape.micro_batch}, {"n_features", shape.features}, {"n_classes", 10}},
+      {{"batch_size", batch}, {"shuffle", true}}, {{"type", "Adam"}, {"lr", 1e-3}},
+      {{"epochs", 1}, {"max_steps", 3}, {"device", "cpu"}, {"precision", precision}, {"accumulate_steps", accumulate}});
   set_param(g, "mlp", "layers", shape.layers.dump());
   const RunResult r = run_json(g);
   const auto& m = std::get<nlohmann::json>(r.outputs.at("train").at("metrics"));
@@ -56,8 +52,8 @@ void expect_ratios(const Shape& shape) {
   EXPECT_LE(bf16 / fp32, 0.6) << "bf16 " << bf16 << " B against fp32 " << fp32 << " B";
   EXPECT_LE(accumulated / fp32, 0.3) << "batch " << b << " x 4: " << accumulated << " B, batch " << 4 * b << ": "
                                      << fp32 << " B";
-  EXPECT_LE(accumulated / small, 1.05) << "batch " << b << " x 4: " << accumulated << " B, batch " << b << ": "
-                                       << small << " B";
+  EXPECT_LE(accumulated / small, 1.05) << "batch " << b << " x 4: " << accumulated << " B, batch " << b << ": " << small
+                                       << " B";
 }
 
 TEST(MemoryRatios, Cnn_RPREC_RACC1_Bf16HalvesAndAccumulationHoldsTheMicroBatch) {

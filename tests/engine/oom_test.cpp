@@ -3,8 +3,8 @@
 // tailored to the graph, memory goes back to where it was, nothing is
 // retried, and a smaller batch then runs in the same process.
 #include "engine/oom.h"
-#include "device/memory.h"
 #include "../common/test_support.h"
+#include "device/memory.h"
 
 #include <gtest/gtest.h>
 
@@ -126,12 +126,13 @@ TEST(OutOfMemory, AdviceLeavesOutWhatIsAlreadyDone) {
 // type names: a trainer and a batcher of another name get the same advice.
 TEST(OutOfMemory, AdviceFollowsTheDeclaredMemoryHintsOfAnyNodeType) {
   NodeRegistry catalog;
-  graph::NodeDef batcher{"Batcher", "Test", "", {}, {def::out("batches", graph::DataType::kAny, "")},
-                         {def::integer("chunk", 8, "")}};
+  graph::NodeDef batcher{
+      "Batcher", "Test", "", {}, {def::out("batches", graph::DataType::kAny, "")}, {def::integer("chunk", 8, "")}};
   batcher.memory_hints.batch_param = "chunk";
-  graph::NodeDef trainer{"Fitter", "Test", "", {def::in("feed", graph::DataType::kAny, "")}, {},
-                         {def::text("dtype", "fp32", ""), def::integer("merge", 1, ""),
-                          def::text("mode", "solo", "")}};
+  graph::NodeDef trainer{
+      "Fitter", "Test",
+      "",       {def::in("feed", graph::DataType::kAny, "")},
+      {},       {def::text("dtype", "fp32", ""), def::integer("merge", 1, ""), def::text("mode", "solo", "")}};
   trainer.memory_hints = {"", "feed", "dtype", "merge"};
   trainer.ranks_when = {"mode", "team"};
   catalog.add(batcher, [](NodeContext&) { return ValueMap{}; });

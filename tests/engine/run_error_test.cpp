@@ -64,9 +64,9 @@ TEST(RunError, JsonRoundTripsAndRefusesWhatIsNotOne) {
   for (const char* bad : {R"("out_of_memory")", R"({"kind":"explosion","message":"x"})", R"({"kind":5})",
                           R"({"kind":"stopped","rank":"one"})", R"({"kind":"stopped","node_id":7})"})
     EXPECT_THROW(RunError::from_json(nlohmann::json::parse(bad)), std::invalid_argument) << bad;
-  for (RunErrorKind k : {RunErrorKind::kInvalidGraph, RunErrorKind::kUsage, RunErrorKind::kNodeError,
-                         RunErrorKind::kOutOfMemory, RunErrorKind::kStopped, RunErrorKind::kDistributed,
-                         RunErrorKind::kInternal})
+  for (RunErrorKind k :
+       {RunErrorKind::kInvalidGraph, RunErrorKind::kUsage, RunErrorKind::kNodeError, RunErrorKind::kOutOfMemory,
+        RunErrorKind::kStopped, RunErrorKind::kDistributed, RunErrorKind::kInternal})
     EXPECT_EQ(run_error_kind(to_string(k)), k) << to_string(k);
 }
 

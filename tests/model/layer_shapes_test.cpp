@@ -201,7 +201,6 @@ TEST(LayerShapes, RefusesRequestsPastTheLimitsAndStopsAtAHugeLayerBeforeBuilding
   EXPECT_NE(wide.error->message.find("output"), std::string::npos) << wide.error->message;
 }
 
-
 // Issue #34 item 6: a Reshape whose sizes cannot hold the input is the
 // layer's error, named, not LibTorch's raw text.
 TEST(LayerShapes, AReshapeThatCannotFitNamesTheLayer) {
@@ -238,8 +237,7 @@ TEST(LayerShapes, AdaptivePoolingToAHugeOutputIsRefusedBeforeAnythingIsAllocated
   EXPECT_NE(trace.error->message.find("1,600,000,000 elements"), std::string::npos) << trace.error->message;
   EXPECT_LT(peak, 1 << 20) << "the trace allocated " << peak << " bytes";
   // A whole number and a kept (null) size are read too.
-  const ShapeTrace square =
-      trace_layer_shapes(single_layer("AdaptiveAvgPool2d", {{"output_size", 30000}}), {1, 1, 1});
+  const ShapeTrace square = trace_layer_shapes(single_layer("AdaptiveAvgPool2d", {{"output_size", 30000}}), {1, 1, 1});
   ASSERT_TRUE(square.error);
   EXPECT_TRUE(square.error->over_limit);
   const ShapeTrace kept =

@@ -395,7 +395,6 @@ TEST(ClassicNodes, ImageReaderReadsPngAsChannelsFirst) {
   EXPECT_TRUE(torch::allclose(read("L"), torch::tensor({76.f / 255.f, 29.f / 255.f}).reshape({1, 1, 2})));
 }
 
-
 // Issue #34 item 5: a PNG's header is held against the pixel cap before any
 // pixel buffer exists (a 20000 x 20000 header is 1.6 GB once decoded), and
 // the decode buffer is a tensor the CPU memory budget counts.
@@ -423,8 +422,8 @@ TEST(ClassicNodes, ImageReaderRefusesAHeaderPastThePixelCapBeforeDecoding) {
                      row.size()),
             Z_OK);
   idat.resize(idat_size);
-  codefy::testing::write_file(dir.path() / "bomb.png", std::string("\x89PNG\r\n\x1a\n", 8) + chunk(ihdr) +
-                                                           chunk("IDAT" + idat) + chunk("IEND"));
+  codefy::testing::write_file(dir.path() / "bomb.png",
+                              std::string("\x89PNG\r\n\x1a\n", 8) + chunk(ihdr) + chunk("IDAT" + idat) + chunk("IEND"));
   const NodeError e = run_error(GraphBuilder().source("img", "ImageReader", {{"path", "bomb.png"}}).g, dir.path());
   EXPECT_EQ(e.node_id(), "img");
   EXPECT_EQ(e.field(), "param \"path\"");

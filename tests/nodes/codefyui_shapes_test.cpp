@@ -1,8 +1,8 @@
 // What CodefyUI's editor reads of a run (issue #12): output summaries in its
 // shape, and the findings beside it (a Dataset's fallback folder is said,
 // `codefy validate` checks a SequentialModel's layers against its data).
-#include "engine/value.h"
 #include "../common/test_support.h"
+#include "engine/value.h"
 
 #include <torch/torch.h>
 

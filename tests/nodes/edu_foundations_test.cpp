@@ -88,34 +88,76 @@ struct Contract {
 
 const std::vector<Contract>& contracts() {
   static const std::vector<Contract> c{
-      {"foundations:Edu-ColumnStats", "Classical", {"table"}, {"means", "stds", "mins", "maxs", "counts"}, {"unbiased"}},
-      {"foundations:Edu-DecisionTree", "Classical", {"x_train", "y_train", "x_query"},
-       {"predictions", "tree", "node_count"}, {"max_depth", "min_samples_split", "criterion"}},
-      {"foundations:Edu-FFN", "LLM", {"tensor"}, {"tensor", "activations"},
+      {"foundations:Edu-ColumnStats",
+       "Classical",
+       {"table"},
+       {"means", "stds", "mins", "maxs", "counts"},
+       {"unbiased"}},
+      {"foundations:Edu-DecisionTree",
+       "Classical",
+       {"x_train", "y_train", "x_query"},
+       {"predictions", "tree", "node_count"},
+       {"max_depth", "min_samples_split", "criterion"}},
+      {"foundations:Edu-FFN",
+       "LLM",
+       {"tensor"},
+       {"tensor", "activations"},
        {"embed_dim", "hidden_dim", "activation", "seed"}},
-      {"foundations:Edu-KNN", "Classical", {"x_train", "y_train", "x_query"},
+      {"foundations:Edu-KNN",
+       "Classical",
+       {"x_train", "y_train", "x_query"},
        {"predictions", "distances", "neighbor_indices", "train_coords", "query_coords", "train_labels"},
        {"k", "metric"}},
-      {"foundations:Edu-LinearRegression", "Classical", {"x_train", "y_train", "x_query"},
-       {"predictions", "weights", "bias"}, {"method", "lr", "epochs", "regularization"}},
-      {"foundations:Edu-LogisticRegression", "Classical", {"x_train", "y_train", "x_query"},
-       {"predictions", "probabilities", "weights", "bias", "classes"}, {"lr", "epochs", "regularization"}},
-      {"foundations:Edu-SlidingWindow", "Vision", {"image", "kernel"}, {"feature_map", "kernel", "windows"},
+      {"foundations:Edu-LinearRegression",
+       "Classical",
+       {"x_train", "y_train", "x_query"},
+       {"predictions", "weights", "bias"},
+       {"method", "lr", "epochs", "regularization"}},
+      {"foundations:Edu-LogisticRegression",
+       "Classical",
+       {"x_train", "y_train", "x_query"},
+       {"predictions", "probabilities", "weights", "bias", "classes"},
+       {"lr", "epochs", "regularization"}},
+      {"foundations:Edu-SlidingWindow",
+       "Vision",
+       {"image", "kernel"},
+       {"feature_map", "kernel", "windows"},
        {"kernel_preset", "stride", "padding"}},
-      {"foundations:Edu-SVM", "Classical", {"x_train", "y_train", "x_query"},
-       {"predictions", "weights", "bias", "support_vectors", "decision_values"}, {"C", "lr", "epochs"}},
-      {"foundations:Edu-TokenEmbedding", "LLM", {"tokens", "token_ids"}, {"embeddings", "vocab"},
+      {"foundations:Edu-SVM",
+       "Classical",
+       {"x_train", "y_train", "x_query"},
+       {"predictions", "weights", "bias", "support_vectors", "decision_values"},
+       {"C", "lr", "epochs"}},
+      {"foundations:Edu-TokenEmbedding",
+       "LLM",
+       {"tokens", "token_ids"},
+       {"embeddings", "vocab"},
        {"embed_dim", "vocab_size", "seed", "mode"}},
-      {"foundations:Edu-VectorSimilarity", "Data", {"query", "keys"}, {"similarity", "query_norms", "key_norms"},
+      {"foundations:Edu-VectorSimilarity",
+       "Data",
+       {"query", "keys"},
+       {"similarity", "query_norms", "key_norms"},
        {"metric"}},
-      {"rl:Edu-PolicyGradient", "RL", {"logits", "actions", "rewards"}, {"log_probs", "advantages", "loss", "probs"},
+      {"rl:Edu-PolicyGradient",
+       "RL",
+       {"logits", "actions", "rewards"},
+       {"log_probs", "advantages", "loss", "probs"},
        {"baseline", "temperature"}},
-      {"rl:Edu-GRPO", "RL", {"logits", "actions", "rewards"},
-       {"loss", "advantages", "log_probs", "group_mean", "group_std"}, {"temperature", "std_eps"}},
-      {"rl:Edu-PPOClip", "RL", {"logits_new", "logits_old", "actions", "advantages"},
-       {"loss", "ratio", "clipped_ratio", "objective"}, {"clip_epsilon", "temperature"}},
-      {"rl:Edu-PreferenceLoss", "RL", {"reward_chosen", "reward_rejected"},
-       {"loss", "prob_preferred", "margin", "accuracy"}, {"beta"}},
+      {"rl:Edu-GRPO",
+       "RL",
+       {"logits", "actions", "rewards"},
+       {"loss", "advantages", "log_probs", "group_mean", "group_std"},
+       {"temperature", "std_eps"}},
+      {"rl:Edu-PPOClip",
+       "RL",
+       {"logits_new", "logits_old", "actions", "advantages"},
+       {"loss", "ratio", "clipped_ratio", "objective"},
+       {"clip_epsilon", "temperature"}},
+      {"rl:Edu-PreferenceLoss",
+       "RL",
+       {"reward_chosen", "reward_rejected"},
+       {"loss", "prob_preferred", "margin", "accuracy"},
+       {"beta"}},
   };
   return c;
 }
@@ -200,8 +242,9 @@ TEST(EduFoundationsNodes, ClassicalErrorsNameThePortAndShapes) {
   expect_mentions(run_error(tree, {{"criterion", "chaos"}}, good_tree), {"param \"criterion\"", "chaos"});
 
   const std::string knn = "foundations:Edu-KNN";
-  expect_mentions(run_error(knn, {}, {{"x_train", zeros({4, 2})}, {"y_train", json{"a", "b"}}, {"x_query", zeros({1, 2})}}),
-                  {"input \"y_train\"", "4 rows", "2 labels"});
+  expect_mentions(
+      run_error(knn, {}, {{"x_train", zeros({4, 2})}, {"y_train", json{"a", "b"}}, {"x_query", zeros({1, 2})}}),
+      {"input \"y_train\"", "4 rows", "2 labels"});
   expect_mentions(run_error(knn, {}, {{"x_train", zeros({4})}, {"y_train", json{"a"}}, {"x_query", zeros({1, 2})}}),
                   {"input \"x_train\"", "[4]"});
   // The pairwise differences would be 200 x 20000 x 100 floats: refused before they are allocated.
@@ -212,8 +255,9 @@ TEST(EduFoundationsNodes, ClassicalErrorsNameThePortAndShapes) {
                   {"input \"x_query\"", "too many"});
 
   const std::string lin = "foundations:Edu-LinearRegression";
-  expect_mentions(run_error(lin, {}, {{"x_train", zeros({4, 2})}, {"y_train", zeros({4, 2})}, {"x_query", zeros({1, 2})}}),
-                  {"input \"y_train\"", "[4, 2]"});
+  expect_mentions(
+      run_error(lin, {}, {{"x_train", zeros({4, 2})}, {"y_train", zeros({4, 2})}, {"x_query", zeros({1, 2})}}),
+      {"input \"y_train\"", "[4, 2]"});
   expect_mentions(run_error(lin, {}, {{"x_train", zeros({4, 2})}, {"y_train", zeros({3})}, {"x_query", zeros({1, 2})}}),
                   {"input \"y_train\"", "4 rows", "3 targets"});
   expect_mentions(run_error(lin, {{"method", "magic"}},
@@ -221,14 +265,13 @@ TEST(EduFoundationsNodes, ClassicalErrorsNameThePortAndShapes) {
                   {"param \"method\"", "magic"});
 
   const std::string logreg = "foundations:Edu-LogisticRegression";
-  expect_mentions(run_error(logreg, {},
-                            {{"x_train", zeros({3, 2})}, {"y_train", json{"a", "a", "a"}}, {"x_query", zeros({1, 2})}}),
-                  {"input \"y_train\"", "at least 2 classes", "['a']"});
+  expect_mentions(
+      run_error(logreg, {}, {{"x_train", zeros({3, 2})}, {"y_train", json{"a", "a", "a"}}, {"x_query", zeros({1, 2})}}),
+      {"input \"y_train\"", "at least 2 classes", "['a']"});
 
   const std::string svm = "foundations:Edu-SVM";
-  const ValueMap three{{"x_train", zeros({3, 2})},
-                       {"y_train", torch::tensor({0, 1, 2}, torch::kInt64)},
-                       {"x_query", zeros({1, 2})}};
+  const ValueMap three{
+      {"x_train", zeros({3, 2})}, {"y_train", torch::tensor({0, 1, 2}, torch::kInt64)}, {"x_query", zeros({1, 2})}};
   expect_mentions(run_error(svm, {}, three), {"input \"y_train\"", "exactly 2 distinct classes", "3 ([0, 1, 2])"});
   ValueMap two = three;
   two["y_train"] = torch::tensor({0, 1, 1}, torch::kInt64);
@@ -248,7 +291,8 @@ TEST(EduFoundationsNodes, VisionAndEmbeddingErrorsNameThePortAndShapes) {
 
   const std::string ffn = "foundations:Edu-FFN";
   expect_mentions(run_error(ffn, {}, {{"tensor", zeros({2, 5})}}), {"input \"tensor\"", "[2, 5]", "embed_dim=8"});
-  expect_mentions(run_error(ffn, {{"activation", "tanh"}}, {{"tensor", zeros({2, 8})}}), {"param \"activation\"", "tanh"});
+  expect_mentions(run_error(ffn, {{"activation", "tanh"}}, {{"tensor", zeros({2, 8})}}),
+                  {"param \"activation\"", "tanh"});
   expect_mentions(run_error(ffn, {{"hidden_dim", int64_t{1} << 40}}, {{"tensor", zeros({2, 8})}}),
                   {"param \"hidden_dim\"", "2^28"});
 
@@ -280,13 +324,15 @@ TEST(EduFoundationsNodes, RlErrorsNameThePortAndShapes) {
   in = batch;
   in["rewards"] = zeros({5});
   expect_mentions(run_error("rl:Edu-PolicyGradient", {}, in), {"input \"rewards\"", "[6]", "[5]"});
-  expect_mentions(run_error("rl:Edu-PolicyGradient", {{"temperature", 0.0}}, batch), {"param \"temperature\"", "positive"});
+  expect_mentions(run_error("rl:Edu-PolicyGradient", {{"temperature", 0.0}}, batch),
+                  {"param \"temperature\"", "positive"});
   in = batch;
   in["logits"] = zeros({6});
   expect_mentions(run_error("rl:Edu-GRPO", {}, in), {"input \"logits\"", "[B, A]", "[6]"});
-  expect_mentions(run_error("rl:Edu-GRPO", {},
-                            {{"logits", zeros({1, 4})}, {"actions", torch::tensor({0}, torch::kInt64)}, {"rewards", zeros({1})}}),
-                  {"input \"logits\"", "at least two", "G=1"});
+  expect_mentions(
+      run_error("rl:Edu-GRPO", {},
+                {{"logits", zeros({1, 4})}, {"actions", torch::tensor({0}, torch::kInt64)}, {"rewards", zeros({1})}}),
+      {"input \"logits\"", "at least two", "G=1"});
 
   const ValueMap ppo{{"logits_new", zeros({6, 4})},
                      {"logits_old", zeros({6, 3})},
@@ -337,8 +383,7 @@ TEST(EduFoundationsNodes, ListInputsMayBeTensorsAndNumbersMayBeLists) {
 
   const json& p = golden_case("preference_loss_default");
   ValueMap lists;
-  for (const char* port : {"reward_chosen", "reward_rejected"})
-    lists[port] = p["inputs"][port]["values"];
+  for (const char* port : {"reward_chosen", "reward_rejected"}) lists[port] = p["inputs"][port]["values"];
   const ValueMap pref = run_node("rl:Edu-PreferenceLoss", {}, lists);
   expect_tensor(std::get<torch::Tensor>(pref.at("loss")), p["outputs"]["loss"], "loss");
 }

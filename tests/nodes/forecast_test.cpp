@@ -50,7 +50,8 @@ TEST(Forecast, TheCommandLineWritesTheForecastPlotBesideTheLossPlot) {
   json g = short_forecast_example(1);
   const auto dir = codefy::testing::temp_dir("forecast_cli");
   std::ofstream(dir / "graph.json") << g.dump();
-  const auto c = codefy::testing::run_codefy("run " + (dir / "graph.json").string() + " --out " + (dir / "out").string());
+  const auto c =
+      codefy::testing::run_codefy("run " + (dir / "graph.json").string() + " --out " + (dir / "out").string());
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_NE(c.output.find("forecast:\n  mse"), std::string::npos) << c.output;
   for (const char* png : {"forecast.png", "losses.png"}) {
@@ -80,15 +81,15 @@ TEST(Forecast, TimeSeriesDatasetReadsACsvsNumericColumns) {
     f << "day,load,temp\n";
     for (int i = 0; i < 60; ++i) f << "d" << i << "," << i << "," << (100 - i) << "\n";
   }
-  json g = {{"name", "csv"},
-            {"nodes",
-             {{{"id", "start"}, {"type", "Start"}, {"data", {{"params", json::object()}}}},
-              {{"id", "s"},
-               {"type", "TimeSeriesDataset"},
-               {"data",
-                {{"params",
-                  {{"source", "csv"}, {"path", "s.csv"}, {"window", 5}, {"horizon", 2}, {"normalize", false}}}}}}}},
-            {"edges", {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "s"}, {"type", "trigger"}}}}};
+  json g = {
+      {"name", "csv"},
+      {"nodes",
+       {{{"id", "start"}, {"type", "Start"}, {"data", {{"params", json::object()}}}},
+        {{"id", "s"},
+         {"type", "TimeSeriesDataset"},
+         {"data",
+          {{"params", {{"source", "csv"}, {"path", "s.csv"}, {"window", 5}, {"horizon", 2}, {"normalize", false}}}}}}}},
+      {"edges", {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "s"}, {"type", "trigger"}}}}};
   const RunResult r = run_json(g, 0, nullptr, dir);
   const torch::Tensor series = std::get<torch::Tensor>(r.outputs.at("s").at("series"));
   ASSERT_EQ(series.sizes(), (std::vector<int64_t>{60, 2})) << "the text column is left out";

@@ -2,8 +2,8 @@
 // (tests/golden/layers.json, written by scripts/golden/make_layer_golden.py),
 // weights kept in the node state store, wrong inputs refused with both shapes,
 // the palette, and the example graphs built from them.
-#include "engine/executor.h"
 #include "../common/test_support.h"
+#include "engine/executor.h"
 
 #include <torch/torch.h>
 
@@ -58,7 +58,10 @@ torch::Tensor tensor_from(const json& j) {
 /// how a test feeds a node the exact inputs PyTorch had.
 NodeRegistry with_literals(std::shared_ptr<std::map<std::string, torch::Tensor>> tensors) {
   NodeRegistry r = nodes::builtin();
-  graph::NodeDef d{"Literal", "Test", "A tensor given by the test", {},
+  graph::NodeDef d{"Literal",
+                   "Test",
+                   "A tensor given by the test",
+                   {},
                    {def::out("tensor", graph::DataType::kTensor, "The tensor")},
                    {def::text("name", "", "Which tensor")}};
   d.cacheable = false;
@@ -71,13 +74,14 @@ NodeRegistry with_literals(std::shared_ptr<std::map<std::string, torch::Tensor>>
 /// A graph of one node of `type` (id `id`, `params`), each input port fed by a Literal named after it.
 json one_node_graph(const std::string& type, const std::string& id, const json& params,
                     const std::vector<std::string>& ports) {
-  json g = {{"name", "golden"},
-            {"nodes", {{{"id", "start"}, {"type", "Start"}},
-                       {{"id", id}, {"type", type}, {"data", {{"params", params}}}}}},
-            {"edges", {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", id}, {"type", "trigger"}}}}};
+  json g = {
+      {"name", "golden"},
+      {"nodes", {{{"id", "start"}, {"type", "Start"}}, {{"id", id}, {"type", type}, {"data", {{"params", params}}}}}},
+      {"edges", {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", id}, {"type", "trigger"}}}}};
   for (const auto& port : ports) {
     g["nodes"].push_back({{"id", "in_" + port}, {"type", "Literal"}, {"data", {{"params", {{"name", port}}}}}});
-    g["edges"].push_back({{"source", "in_" + port}, {"sourceHandle", "tensor"}, {"target", id}, {"targetHandle", port}});
+    g["edges"].push_back(
+        {{"source", "in_" + port}, {"sourceHandle", "tensor"}, {"target", id}, {"targetHandle", port}});
   }
   return g;
 }
@@ -160,12 +164,32 @@ TEST_P(LayerGolden, OutputsMatchPyTorch) {
 INSTANTIATE_TEST_SUITE_P(Cases, LayerGolden, ::testing::ValuesIn(case_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-const std::vector<std::string> kLayerNodes = {
-    "Linear",         "Conv1d",         "Conv2d",           "ConvTranspose2d",    "MaxPool2d",          "AvgPool2d",
-    "AdaptiveAvgPool2d", "Upsample",    "Dropout",          "Activation",         "BatchNorm1d",        "BatchNorm2d",
-    "LayerNorm",      "GroupNorm",      "InstanceNorm2d",   "Embedding",          "PositionalEncoding", "MultiHeadAttention",
-    "TransformerEncoder", "TransformerDecoder", "LSTM",     "GRU",                "RNNCell",            "MoELayer",
-    "TimestepEmbedding", "GaussianNoise"};
+const std::vector<std::string> kLayerNodes = {"Linear",
+                                              "Conv1d",
+                                              "Conv2d",
+                                              "ConvTranspose2d",
+                                              "MaxPool2d",
+                                              "AvgPool2d",
+                                              "AdaptiveAvgPool2d",
+                                              "Upsample",
+                                              "Dropout",
+                                              "Activation",
+                                              "BatchNorm1d",
+                                              "BatchNorm2d",
+                                              "LayerNorm",
+                                              "GroupNorm",
+                                              "InstanceNorm2d",
+                                              "Embedding",
+                                              "PositionalEncoding",
+                                              "MultiHeadAttention",
+                                              "TransformerEncoder",
+                                              "TransformerDecoder",
+                                              "LSTM",
+                                              "GRU",
+                                              "RNNCell",
+                                              "MoELayer",
+                                              "TimestepEmbedding",
+                                              "GaussianNoise"};
 
 TEST(LayerNodes, EveryLayerNodeHasAGoldenCase) {
   std::set<std::string> covered;
@@ -210,16 +234,17 @@ TEST(LayerNodes, CodefyNodesListsThem) {
 
 /// Start -> GaussianNoise (noise seed `noise_seed`) -> Linear(4 -> out).
 json noise_into_linear(int noise_seed, int out_features) {
-  return {{"name", "kept"},
-          {"nodes",
-           {{{"id", "start"}, {"type", "Start"}},
-            {{"id", "noise"}, {"type", "GaussianNoise"}, {"data", {{"params", {{"shape", "2,4"}, {"seed", noise_seed}}}}}},
-            {{"id", "fc"},
-             {"type", "Linear"},
-             {"data", {{"params", {{"in_features", 4}, {"out_features", out_features}}}}}}}},
-          {"edges",
-           {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "noise"}, {"type", "trigger"}},
-            {{"source", "noise"}, {"sourceHandle", "noise"}, {"target", "fc"}, {"targetHandle", "tensor"}}}}};
+  return {
+      {"name", "kept"},
+      {"nodes",
+       {{{"id", "start"}, {"type", "Start"}},
+        {{"id", "noise"}, {"type", "GaussianNoise"}, {"data", {{"params", {{"shape", "2,4"}, {"seed", noise_seed}}}}}},
+        {{"id", "fc"},
+         {"type", "Linear"},
+         {"data", {{"params", {{"in_features", 4}, {"out_features", out_features}}}}}}}},
+      {"edges",
+       {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "noise"}, {"type", "trigger"}},
+        {{"source", "noise"}, {"sourceHandle", "noise"}, {"target", "fc"}, {"targetHandle", "tensor"}}}}};
 }
 
 RunResult run_kept(const json& g, NodeStateStore* store, uint64_t seed = 3) {
@@ -327,30 +352,65 @@ TEST_P(WrongInput, FailsNamingNodePortAndBothShapes) {
 INSTANTIATE_TEST_SUITE_P(
     Layers, WrongInput,
     ::testing::Values(
-        BadInput{"Conv2dGivenThreeDims", "3,8,8", "Conv2d", {{"in_channels", 3}, {"out_channels", int64_t{1} << 31}},
-                 "tensor", {"4-D tensor (N, C, H, W)", "in_channels = 3", "[3, 8, 8]"}},
-        BadInput{"Conv2dWrongChannels", "1,2,8,8", "Conv2d", {{"in_channels", 3}}, "tensor",
+        BadInput{"Conv2dGivenThreeDims",
+                 "3,8,8",
+                 "Conv2d",
+                 {{"in_channels", 3}, {"out_channels", int64_t{1} << 31}},
+                 "tensor",
+                 {"4-D tensor (N, C, H, W)", "in_channels = 3", "[3, 8, 8]"}},
+        BadInput{"Conv2dWrongChannels",
+                 "1,2,8,8",
+                 "Conv2d",
+                 {{"in_channels", 3}},
+                 "tensor",
                  {"C = in_channels = 3", "[1, 2, 8, 8]"}},
-        BadInput{"Conv2dImageSmallerThanKernel", "1,1,2,2", "Conv2d", {{"kernel_size", 5}, {"padding", 1}}, "tensor",
+        BadInput{"Conv2dImageSmallerThanKernel",
+                 "1,1,2,2",
+                 "Conv2d",
+                 {{"kernel_size", 5}, {"padding", 1}},
+                 "tensor",
                  {"at least 3", "[1, 1, 2, 2]"}},
-        BadInput{"LinearWrongFeatures", "2,5", "Linear", {{"in_features", 4}}, "tensor",
-                 {"in_features = 4", "[2, 5]"}},
-        BadInput{"BatchNorm2dWrongChannels", "2,3,4,4", "BatchNorm2d", {{"num_features", 8}}, "tensor",
+        BadInput{"LinearWrongFeatures", "2,5", "Linear", {{"in_features", 4}}, "tensor", {"in_features = 4", "[2, 5]"}},
+        BadInput{"BatchNorm2dWrongChannels",
+                 "2,3,4,4",
+                 "BatchNorm2d",
+                 {{"num_features", 8}},
+                 "tensor",
                  {"C = num_features = 8", "[2, 3, 4, 4]"}},
-        BadInput{"BatchNormOneValuePerChannel", "1,4", "BatchNorm1d", {{"num_features", 4}}, "tensor",
+        BadInput{"BatchNormOneValuePerChannel",
+                 "1,4",
+                 "BatchNorm1d",
+                 {{"num_features", 4}},
+                 "tensor",
                  {"more than one value per channel", "[1, 4]"}},
-        BadInput{"LayerNormWrongShape", "2,3,5", "LayerNorm", {{"normalized_shape", "3,6"}}, "tensor",
+        BadInput{"LayerNormWrongShape",
+                 "2,3,5",
+                 "LayerNorm",
+                 {{"normalized_shape", "3,6"}},
+                 "tensor",
                  {"normalized_shape [3,6]", "[2, 3, 5]"}},
-        BadInput{"AttentionWrongEmbedding", "4,2,6", "MultiHeadAttention", {{"embed_dim", 8}, {"num_heads", 2}},
-                 "query", {"embed_dim = 8", "[4, 2, 6]"}},
-        BadInput{"LstmWrongInputSize", "2,5,4", "LSTM", {{"input_size", 3}}, "tensor",
+        BadInput{"AttentionWrongEmbedding",
+                 "4,2,6",
+                 "MultiHeadAttention",
+                 {{"embed_dim", 8}, {"num_heads", 2}},
+                 "query",
+                 {"embed_dim = 8", "[4, 2, 6]"}},
+        BadInput{"LstmWrongInputSize",
+                 "2,5,4",
+                 "LSTM",
+                 {{"input_size", 3}},
+                 "tensor",
                  {"2 or 3-D tensor (batch, seq_len, input_size) or unbatched (seq_len, input_size) with input_size = 3",
                   "[2, 5, 4]"}},
-        BadInput{"EmbeddingFractions", "2,3", "Embedding", {{"num_embeddings", 10}}, "tensor",
+        BadInput{"EmbeddingFractions",
+                 "2,3",
+                 "Embedding",
+                 {{"num_embeddings", 10}},
+                 "tensor",
                  {"integer indices", "[2, 3]"}},
         BadInput{"MaxPoolGivenTwoDims", "8,8", "MaxPool2d", json::object(), "tensor", {"4-D", "[8, 8]"}},
-        BadInput{"RnnCellWrongInputSize", "2,4", "RNNCell", {{"input_size", 3}}, "tensor",
-                 {"input_size = 3", "[2, 4]"}},
+        BadInput{
+            "RnnCellWrongInputSize", "2,4", "RNNCell", {{"input_size", 3}}, "tensor", {"input_size = 3", "[2, 4]"}},
         BadInput{"MoEWrongHidden", "1,3,5", "MoELayer", {{"hidden_dim", 6}}, "x", {"hidden_dim = 6", "[1, 3, 5]"}}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return info.param.name; });
 
@@ -382,15 +442,14 @@ TEST(LayerNodes, ABadParamIsBlamedOnTheParam) {
 }
 
 TEST(LayerNodes, CodefyUIsSimpleCnnPresetRunsOnATensor) {
-  const json g = {
-      {"name", "preset"},
-      {"nodes",
-       {{{"id", "start"}, {"type", "Start"}},
-        {{"id", "noise"}, {"type", "GaussianNoise"}, {"data", {{"params", {{"shape", "2,1,28,28"}}}}}},
-        {{"id", "cnn"}, {"type", "preset:Simple CNN Classifier"}, {"data", {{"params", json::object()}}}}}},
-      {"edges",
-       {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "noise"}, {"type", "trigger"}},
-        {{"source", "noise"}, {"sourceHandle", "noise"}, {"target", "cnn"}, {"targetHandle", "tensor"}}}}};
+  const json g = {{"name", "preset"},
+                  {"nodes",
+                   {{{"id", "start"}, {"type", "Start"}},
+                    {{"id", "noise"}, {"type", "GaussianNoise"}, {"data", {{"params", {{"shape", "2,1,28,28"}}}}}},
+                    {{"id", "cnn"}, {"type", "preset:Simple CNN Classifier"}, {"data", {{"params", json::object()}}}}}},
+                  {"edges",
+                   {{{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "noise"}, {"type", "trigger"}},
+                    {{"source", "noise"}, {"sourceHandle", "noise"}, {"target", "cnn"}, {"targetHandle", "tensor"}}}}};
   const RunResult r = codefy::testing::run_json(g);
   // Two 3x3 convolutions (padding 1) and two 2x2 poolings: 28 -> 14 -> 7, 64 channels.
   EXPECT_EQ(out_of(r, "cnn__pool2").sizes(), (std::vector<int64_t>{2, 64, 7, 7}));
@@ -411,7 +470,8 @@ TEST(LayerExamples, ResNetBlockRuns) {
 }
 
 TEST(LayerExamples, TransformerEncoderBlockRuns) {
-  const auto r = codefy::testing::run_json(read_json(source_dir() / "examples/transformer-encoder-block/graph.json"), 1);
+  const auto r =
+      codefy::testing::run_json(read_json(source_dir() / "examples/transformer-encoder-block/graph.json"), 1);
   const torch::Tensor y = out_of(r, "norm2");
   EXPECT_EQ(y.sizes(), (std::vector<int64_t>{6, 16}));
   // A fresh LayerNorm (weight 1, bias 0): each token's features have mean 0 and variance 1.

@@ -1,9 +1,9 @@
 // Node library end to end through the executor: real data, presets, weight
 // files, pictures.
-#include "engine/executor.h"
 #include "../common/golden_support.h"
-#include "plot/plot.h"
 #include "../common/test_support.h"
+#include "engine/executor.h"
+#include "plot/plot.h"
 #include "train/serialize.h"
 #include "util/text.h"
 
@@ -341,8 +341,8 @@ TEST(Nodes, DataLoaderTakesCodefyUIsLoaderParams) {
   train::SyntheticOptions so;
   so.num_samples = 20;
   auto data = std::make_shared<const train::Dataset>(train::make_synthetic(so));
-  const ValueMap out = testing::run_node("DataLoader", {{"num_workers", 2}, {"pin_memory", true}, {"prefetch_factor", 3}},
-                                         {{"dataset", data}});
+  const ValueMap out = testing::run_node(
+      "DataLoader", {{"num_workers", 2}, {"pin_memory", true}, {"prefetch_factor", 3}}, {{"dataset", data}});
   const auto& loader = std::get<train::DataLoaderPtr>(out.at("dataloader"));
   EXPECT_TRUE(loader->options().pin_memory);
   EXPECT_EQ(loader->options().prefetch_factor, 3);

@@ -3,9 +3,9 @@
 // (tests/golden/tensors.json, from scripts/golden/make_tensor_golden.py),
 // their shape errors, their weights in the node state store, and the two
 // example graphs that use them.
-#include "model/generative.h"
 #include "../common/golden_support.h"
 #include "../common/test_support.h"
+#include "model/generative.h"
 
 #include <torch/torch.h>
 
@@ -20,8 +20,8 @@ using codefy::testing::expect_tensor;
 using codefy::testing::golden_inputs;
 using codefy::testing::golden_tensor;
 using codefy::testing::read_json;
-using codefy::testing::run_node;
 using codefy::testing::run_json;
+using codefy::testing::run_node;
 using codefy::testing::source_dir;
 using nlohmann::json;
 
@@ -53,24 +53,26 @@ TEST_P(TensorNodeGolden, OutputsMatchPyTorch) {
   expect_golden_outputs(out, c);
   // No outputs beyond the golden ones (Split makes fewer when the size does not divide), but a model.
   for (const auto& [port, v] : out)
-    EXPECT_TRUE(c["outputs"].contains(port) || std::holds_alternative<train::ModelPtr>(v)) << "unexpected output " << port;
+    EXPECT_TRUE(c["outputs"].contains(port) || std::holds_alternative<train::ModelPtr>(v))
+        << "unexpected output " << port;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, TensorNodeGolden,
-    ::testing::ValuesIn(case_names({"TensorCreate", "TensorInput", "Add", "Multiply", "ScalarMultiply", "Lerp",
-                                    "MatMul", "Mean", "Argmax", "Softmax", "CosineSimilarity", "Permute", "Reshape",
-                                    "Flatten", "Squeeze", "Unsqueeze", "Concat", "Stack", "Split", "KLDivergence",
-                                    "RewardModel"})),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, TensorNodeGolden,
+                         ::testing::ValuesIn(case_names(
+                             {"TensorCreate", "TensorInput",  "Add",        "Multiply",  "ScalarMultiply",   "Lerp",
+                              "MatMul",       "Mean",         "Argmax",     "Softmax",   "CosineSimilarity", "Permute",
+                              "Reshape",      "Flatten",      "Squeeze",    "Unsqueeze", "Concat",           "Stack",
+                              "Split",        "KLDivergence", "RewardModel"})),
+                         case_name);
 
 TEST(TensorNodes, GoldenFileCoversEveryNewNodeType) {
   std::set<std::string> covered;
   for (const auto& c : golden()["cases"]) covered.insert(c["node"].get<std::string>());
-  for (const char* type : {"TensorCreate", "TensorInput", "Add", "Multiply", "ScalarMultiply", "MatMul", "Mean",
-                           "Argmax", "Softmax", "Permute", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Concat",
-                           "Stack", "Split", "Lerp", "CosineSimilarity", "KLDivergence", "RewardModel", "DDPMSampler",
-                           "DiffusionUNet"})
+  for (const char* type :
+       {"TensorCreate", "TensorInput",  "Add",     "Multiply", "ScalarMultiply",   "MatMul",       "Mean",
+        "Argmax",       "Softmax",      "Permute", "Reshape",  "Flatten",          "Squeeze",      "Unsqueeze",
+        "Concat",       "Stack",        "Split",   "Lerp",     "CosineSimilarity", "KLDivergence", "RewardModel",
+        "DDPMSampler",  "DiffusionUNet"})
     EXPECT_TRUE(covered.count(type)) << type;
   EXPECT_EQ(golden()["torch_version"].get<std::string>().rfind("1.13", 0), 0u);
 }
@@ -136,9 +138,8 @@ TEST(TensorNodes, DiffusionUNetKeepsCodefyUIStateDictNames) {
   const ValueMap built = run_unet({{"channel_mult", "1,2"}, {"base_channels", 4}, {"num_groups", 2}});
   std::set<std::string> names;
   for (const auto& p : unet_of(built).named_parameters()) names.insert(p.key());
-  for (const char* name : {"time_mlp.fc1.weight", "stem.weight", "down_blocks.0.conv1.weight",
-                           "bottleneck.skip.weight", "bottleneck.time_proj.weight", "up_blocks.0.norm1.weight",
-                           "head.bias"})
+  for (const char* name : {"time_mlp.fc1.weight", "stem.weight", "down_blocks.0.conv1.weight", "bottleneck.skip.weight",
+                           "bottleneck.time_proj.weight", "up_blocks.0.norm1.weight", "head.bias"})
     EXPECT_TRUE(names.count(name)) << name;
 }
 
@@ -169,7 +170,8 @@ TEST(TensorNodes, UNetCalledWithoutATimestepSaysWhatItNeeds) {
 // ----------------------------------------------------------------------------- bad input names node, port, shapes
 
 /// A graph of two TensorInputs of the given shapes feeding `type`'s tensor_a and tensor_b.
-json two_inputs(const std::string& type, const std::string& a, const std::string& b, const json& params = json::object()) {
+json two_inputs(const std::string& type, const std::string& a, const std::string& b,
+                const json& params = json::object()) {
   json g = {{"name", "bad"}, {"nodes", json::array()}, {"edges", json::array()}};
   g["nodes"].push_back({{"id", "start"}, {"type", "Start"}, {"data", {{"params", json::object()}}}});
   g["nodes"].push_back({{"id", "a"}, {"type", "TensorInput"}, {"data", {{"params", {{"shape", a}}}}}});
@@ -355,8 +357,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, ExampleGolden, ::testing::ValuesIn(case_names
 TEST(TensorNodes, CodefyNodesListsTheNewTypesWithCodefyUICategories) {
   const auto r = codefy::testing::run_codefy("nodes --json");
   ASSERT_EQ(r.exit_code, 0) << "codefy nodes --json failed: " << r.output;
-  for (const char* s : {"\"TensorCreate\"", "\"Tensor Operations\"", "\"DiffusionUNet\"", "\"Diffusion\"", "\"KLDivergence\"",
-                        "\"CosineSimilarity\"", "\"tensor_grid\""})
+  for (const char* s : {"\"TensorCreate\"", "\"Tensor Operations\"", "\"DiffusionUNet\"", "\"Diffusion\"",
+                        "\"KLDivergence\"", "\"CosineSimilarity\"", "\"tensor_grid\""})
     EXPECT_NE(r.output.find(s), std::string::npos) << s;
 }
 
@@ -371,9 +373,8 @@ json split_graph(int chunks, const std::string& port) {
   json g = {{"name", "split"}, {"nodes", json::array()}, {"edges", json::array()}};
   g["nodes"].push_back({{"id", "start"}, {"type", "Start"}, {"data", {{"params", json::object()}}}});
   g["edges"].push_back({{"source", "start"}, {"sourceHandle", "trigger"}, {"target", "x"}, {"type", "trigger"}});
-  g["nodes"].push_back({{"id", "x"},
-                        {"type", "TensorInput"},
-                        {"data", {{"params", {{"shape", "6"}, {"value_mode", "arange"}}}}}});
+  g["nodes"].push_back(
+      {{"id", "x"}, {"type", "TensorInput"}, {"data", {{"params", {{"shape", "6"}, {"value_mode", "arange"}}}}}});
   g["nodes"].push_back({{"id", "split"}, {"type", "Split"}, {"data", {{"params", {{"chunks", chunks}}}}}});
   g["nodes"].push_back({{"id", "show"}, {"type", "Print"}, {"data", {{"params", json::object()}}}});
   g["edges"].push_back({{"source", "x"}, {"sourceHandle", "tensor"}, {"target", "split"}, {"targetHandle", "tensor"}});

@@ -54,8 +54,11 @@ nlohmann::json ddp_graph(int64_t batch, int64_t epochs, int64_t samples, const f
       {{"batch_size", batch}, {"shuffle", true}}, {{"type", "SGD"}, {"lr", 0.1}, {"momentum", 0.9}},
       {{"epochs", epochs}, {"strategy", strategy}, {"device", "cpu"}});
   g["nodes"].push_back({{"id", "save"}, {"type", "ModelSaver"}, {"data", {{"params", {{"path", weights.string()}}}}}});
-  g["edges"].push_back({{"source", "train"}, {"sourceHandle", "model"}, {"target", "save"},
-                        {"targetHandle", "model"}, {"type", "data"}});
+  g["edges"].push_back({{"source", "train"},
+                        {"sourceHandle", "model"},
+                        {"target", "save"},
+                        {"targetHandle", "model"},
+                        {"type", "data"}});
   return g;
 }
 

@@ -7,12 +7,13 @@
 namespace codefy::server {
 namespace {
 
-nlohmann::json contract_node(const std::string& id, const std::string& type, nlohmann::json params = nlohmann::json::object()) {
+nlohmann::json contract_node(const std::string& id, const std::string& type,
+                             nlohmann::json params = nlohmann::json::object()) {
   return {{"id", id}, {"type", type}, {"position", {{"x", 0}, {"y", 0}}}, {"data", {{"params", std::move(params)}}}};
 }
 
 nlohmann::json contract_edge(const std::string& source, const std::string& out, const std::string& target,
-                    const std::string& in) {
+                             const std::string& in) {
   return {{"id", source + "-" + target + "-" + in},
           {"source", source},
           {"target", target},
@@ -21,33 +22,37 @@ nlohmann::json contract_edge(const std::string& source, const std::string& out, 
 }
 
 nlohmann::json trigger(const std::string& target) {
-  return {{"id", "t-" + target}, {"source", "start"}, {"target", target}, {"sourceHandle", "trigger"}, {"type", "trigger"}};
+  return {
+      {"id", "t-" + target}, {"source", "start"}, {"target", target}, {"sourceHandle", "trigger"}, {"type", "trigger"}};
 }
 
 /// accuracy(pred, truth) and an optional integer k passed back, plus a tensor output.
 nlohmann::json accuracy_function(const std::string& second_output_name = "correct") {
-  return {{"name", "acc"},
-          {"nodes",
-           {contract_node("start", "Start"), contract_node("pred", "GraphInput", {{"name", "pred"}, {"type", "json"}, {"default", "[]"}}),
-            contract_node("truth", "GraphInput", {{"name", "truth"}, {"type", "json"}, {"default", "[]"}}),
-            contract_node("k", "GraphInput", {{"name", "k"}, {"type", "integer"}, {"required", false}, {"default", " 3 "}}),
-            contract_node("acc", "Accuracy"), contract_node("ones", "TensorCreate", {{"shape", "2,3"}, {"fill", "ones"}}),
-            contract_node("out_acc", "GraphOutput", {{"name", "accuracy"}}),
-            contract_node("out_correct", "GraphOutput", {{"name", second_output_name}}),
-            contract_node("out_k", "GraphOutput", {{"name", "k_back"}}), contract_node("out_ones", "GraphOutput", {{"name", "ones"}})}},
-          {"edges",
-           {trigger("pred"), trigger("truth"), trigger("k"), trigger("ones"),
-            contract_edge("pred", "value", "acc", "predictions"), contract_edge("truth", "value", "acc", "labels"),
-            contract_edge("acc", "accuracy", "out_acc", "value"), contract_edge("acc", "correct", "out_correct", "value"),
-            contract_edge("k", "value", "out_k", "value"), contract_edge("ones", "tensor", "out_ones", "value")}}};
+  return {
+      {"name", "acc"},
+      {"nodes",
+       {contract_node("start", "Start"),
+        contract_node("pred", "GraphInput", {{"name", "pred"}, {"type", "json"}, {"default", "[]"}}),
+        contract_node("truth", "GraphInput", {{"name", "truth"}, {"type", "json"}, {"default", "[]"}}),
+        contract_node("k", "GraphInput", {{"name", "k"}, {"type", "integer"}, {"required", false}, {"default", " 3 "}}),
+        contract_node("acc", "Accuracy"), contract_node("ones", "TensorCreate", {{"shape", "2,3"}, {"fill", "ones"}}),
+        contract_node("out_acc", "GraphOutput", {{"name", "accuracy"}}),
+        contract_node("out_correct", "GraphOutput", {{"name", second_output_name}}),
+        contract_node("out_k", "GraphOutput", {{"name", "k_back"}}),
+        contract_node("out_ones", "GraphOutput", {{"name", "ones"}})}},
+      {"edges",
+       {trigger("pred"), trigger("truth"), trigger("k"), trigger("ones"),
+        contract_edge("pred", "value", "acc", "predictions"), contract_edge("truth", "value", "acc", "labels"),
+        contract_edge("acc", "accuracy", "out_acc", "value"), contract_edge("acc", "correct", "out_correct", "value"),
+        contract_edge("k", "value", "out_k", "value"), contract_edge("ones", "tensor", "out_ones", "value")}}};
 }
 
 TEST_F(ServerFixture, AGraphRunsAsAFunctionOfItsDeclaredInputs) {
   ASSERT_EQ(post("/api/graph/save", accuracy_function()).status, 200);
-  const Reply run = post("/api/graph/run/acc", {{"device", "cpu"},
-                                                {"inputs",
-                                                 {{"pred", {"cat", "dog", "cat", "bird"}},
-                                                  {"truth", {"cat", "dog", "dog", "bird"}}}}});
+  const Reply run =
+      post("/api/graph/run/acc",
+           {{"device", "cpu"},
+            {"inputs", {{"pred", {"cat", "dog", "cat", "bird"}}, {"truth", {"cat", "dog", "dog", "bird"}}}}});
   ASSERT_EQ(run.status, 200) << run.body;
   EXPECT_EQ(run.json["status"], "ok");
   const nlohmann::json& out = run.json["outputs"];

@@ -121,14 +121,15 @@ TEST_F(WsFields, TheLastResortCatchAnswersAnErrorAndKeepsTheConnectionAndTheServ
 // ---- 3 and 4. Shape bombs -------------------------------------------------
 
 json one_layer_spec(const std::string& type, const json& params) {
-  return {{"version", 2},
-          {"nodes",
-           {{{"id", "in"}, {"type", "Input"}, {"ports", {{{"id", "p_x"}, {"name", "x"}}}}},
-            {{"id", "pool"}, {"type", type}, {"params", params}},
-            {{"id", "out"}, {"type", "Output"}, {"ports", {{{"id", "p_y"}, {"name", "y"}}}}}}},
-          {"edges",
-           {{{"id", "e1"}, {"source", "in"}, {"target", "pool"}, {"sourceHandle", "p_x"}, {"targetHandle", nullptr}},
-            {{"id", "e2"}, {"source", "pool"}, {"target", "out"}, {"sourceHandle", nullptr}, {"targetHandle", "p_y"}}}}};
+  return {
+      {"version", 2},
+      {"nodes",
+       {{{"id", "in"}, {"type", "Input"}, {"ports", {{{"id", "p_x"}, {"name", "x"}}}}},
+        {{"id", "pool"}, {"type", type}, {"params", params}},
+        {{"id", "out"}, {"type", "Output"}, {"ports", {{{"id", "p_y"}, {"name", "y"}}}}}}},
+      {"edges",
+       {{{"id", "e1"}, {"source", "in"}, {"target", "pool"}, {"sourceHandle", "p_x"}, {"targetHandle", nullptr}},
+        {{"id", "e2"}, {"source", "pool"}, {"target", "out"}, {"sourceHandle", nullptr}, {"targetHandle", "p_y"}}}}};
 }
 
 class ShapeBombs : public ServerFixture {};
@@ -220,7 +221,8 @@ std::string png_chunk(const std::string& type, const std::string& data) {
   be32(static_cast<uint32_t>(data.size()));
   out += type + data;
   const std::string covered = type + data;
-  be32(static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(covered.data()), static_cast<uInt>(covered.size()))));
+  be32(static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(covered.data()), static_cast<uInt>(covered.size()))));
   return out;
 }
 
@@ -255,16 +257,17 @@ json node(const std::string& id, const std::string& type, json params = json::ob
 }
 
 json image_function() {
-  return {{"name", "img"},
-          {"nodes",
-           {node("start", "Start"), node("img", "GraphInput", {{"name", "img"}, {"type", "image"}}),
-            node("n", "GraphInput", {{"name", "n"}, {"type", "integer"}, {"required", false}, {"default", "1"}}),
-            node("out", "GraphOutput", {{"name", "image"}}), node("out_n", "GraphOutput", {{"name", "n"}})}},
-          {"edges",
-           {{{"id", "t1"}, {"source", "start"}, {"target", "img"}, {"sourceHandle", "trigger"}, {"type", "trigger"}},
-            {{"id", "t2"}, {"source", "start"}, {"target", "n"}, {"sourceHandle", "trigger"}, {"type", "trigger"}},
-            {{"id", "e1"}, {"source", "img"}, {"target", "out"}, {"sourceHandle", "value"}, {"targetHandle", "value"}},
-            {{"id", "e2"}, {"source", "n"}, {"target", "out_n"}, {"sourceHandle", "value"}, {"targetHandle", "value"}}}}};
+  return {
+      {"name", "img"},
+      {"nodes",
+       {node("start", "Start"), node("img", "GraphInput", {{"name", "img"}, {"type", "image"}}),
+        node("n", "GraphInput", {{"name", "n"}, {"type", "integer"}, {"required", false}, {"default", "1"}}),
+        node("out", "GraphOutput", {{"name", "image"}}), node("out_n", "GraphOutput", {{"name", "n"}})}},
+      {"edges",
+       {{{"id", "t1"}, {"source", "start"}, {"target", "img"}, {"sourceHandle", "trigger"}, {"type", "trigger"}},
+        {{"id", "t2"}, {"source", "start"}, {"target", "n"}, {"sourceHandle", "trigger"}, {"type", "trigger"}},
+        {{"id", "e1"}, {"source", "img"}, {"target", "out"}, {"sourceHandle", "value"}, {"targetHandle", "value"}},
+        {{"id", "e2"}, {"source", "n"}, {"target", "out_n"}, {"sourceHandle", "value"}, {"targetHandle", "value"}}}}};
 }
 
 class ImageBombs : public ServerFixture {};
@@ -272,7 +275,8 @@ class ImageBombs : public ServerFixture {};
 TEST_F(ImageBombs, AnImageInputPastThePixelCapIs422BeforeItIsDecoded) {
   ASSERT_EQ(post("/api/graph/save", image_function()).status, 200);
   const auto t0 = Clock::now();
-  const Reply bomb = post("/api/graph/run/img", {{"inputs", {{"img", util::base64_encode(png_header_only(20000, 20000))}}}});
+  const Reply bomb =
+      post("/api/graph/run/img", {{"inputs", {{"img", util::base64_encode(png_header_only(20000, 20000))}}}});
   EXPECT_LT(seconds_since(t0), 2.0);
   EXPECT_EQ(bomb.status, 422) << bomb.body;
   EXPECT_EQ(bomb.json["error"]["code"], "invalid_input") << bomb.body;
@@ -280,8 +284,9 @@ TEST_F(ImageBombs, AnImageInputPastThePixelCapIs422BeforeItIsDecoded) {
   const std::string reason = bomb.json["error"]["details"][0].value("reason", "");
   EXPECT_NE(reason.find("20000 x 20000 = 400,000,000 pixels; at most 25,000,000"), std::string::npos) << reason;
   // A data: URL is read the same way; text that is no PNG is refused too.
-  const Reply url = post("/api/graph/run/img",
-                         {{"inputs", {{"img", "data:image/png;base64," + util::base64_encode(png_header_only(6000, 6000))}}}});
+  const Reply url =
+      post("/api/graph/run/img",
+           {{"inputs", {{"img", "data:image/png;base64," + util::base64_encode(png_header_only(6000, 6000))}}}});
   EXPECT_EQ(url.status, 422) << url.body;
   const Reply not_png = post("/api/graph/run/img", {{"inputs", {{"img", util::base64_encode("GIF89a.....")}}}});
   EXPECT_EQ(not_png.status, 422) << not_png.body;
@@ -310,9 +315,10 @@ class SmallAttacks : public ServerFixture {};
 TEST_F(SmallAttacks, IntegerInputsBeyondTwoToThe53AreRefused) {
   ASSERT_EQ(post("/api/graph/save", image_function()).status, 200);
   const std::string img = util::base64_encode(real_png(1, 1));
-  for (const std::string& n : {std::string("1e20"), std::string("9223372036854775808"), std::string("-9007199254740993"), std::string("9007199254740993")}) {
-    const Reply r = request(http::verb::post, "/api/graph/run/img",
-                            "{\"inputs\": {\"img\": \"" + img + "\", \"n\": " + n + "}}");
+  for (const std::string& n : {std::string("1e20"), std::string("9223372036854775808"),
+                               std::string("-9007199254740993"), std::string("9007199254740993")}) {
+    const Reply r =
+        request(http::verb::post, "/api/graph/run/img", "{\"inputs\": {\"img\": \"" + img + "\", \"n\": " + n + "}}");
     EXPECT_EQ(r.status, 422) << n << ": " << r.body;
     EXPECT_NE(r.body.find("2^53"), std::string::npos) << r.body;
   }
@@ -412,8 +418,8 @@ TEST_F(SmallAttacks, ANonListNodeIdsIsRefusedAndResetsNothing) {
 TEST_F(SmallAttacks, HttpBodiesWithWrongTypedFieldsAre4xxNot500) {
   ASSERT_EQ(post("/api/graph/save", image_function()).status, 200);
   const std::string img = util::base64_encode(real_png(1, 1));
-  for (const json& extra : {json{{"device", 5}}, json{{"seed", -1}}, json{{"seed", "7"}}, json{{"record_outputs", "yes"}},
-                            json{{"verbose", 3}}}) {
+  for (const json& extra : {json{{"device", 5}}, json{{"seed", -1}}, json{{"seed", "7"}},
+                            json{{"record_outputs", "yes"}}, json{{"verbose", 3}}}) {
     json body = {{"inputs", {{"img", img}}}};
     body.update(extra);
     const Reply r = post("/api/graph/run/img", body);
@@ -427,7 +433,8 @@ TEST_F(SmallAttacks, HttpBodiesWithWrongTypedFieldsAre4xxNot500) {
   save["overwrite"] = "no";
   const Reply bad_overwrite = post("/api/graph/save", save);
   EXPECT_EQ(bad_overwrite.status, 400) << bad_overwrite.body;
-  EXPECT_NE(bad_overwrite.body.find("\\\"overwrite\\\" must be true or false"), std::string::npos) << bad_overwrite.body;
+  EXPECT_NE(bad_overwrite.body.find("\\\"overwrite\\\" must be true or false"), std::string::npos)
+      << bad_overwrite.body;
 }
 
 }  // namespace

@@ -9,7 +9,9 @@ using nlohmann::json;
 
 class PlanRoute : public ServerFixture {
  protected:
-  json toy() const { return testing::read_json_file(std::filesystem::path(CODEFY_SOURCE_DIR) / "examples/toy-mlp/graph.json"); }
+  json toy() const {
+    return testing::read_json_file(std::filesystem::path(CODEFY_SOURCE_DIR) / "examples/toy-mlp/graph.json");
+  }
 };
 
 TEST_F(PlanRoute, Issue29_APlanHasTheContractsFieldsAndReachesTheTargetBatch) {
@@ -19,10 +21,10 @@ TEST_F(PlanRoute, Issue29_APlanHasTheContractsFieldsAndReachesTheTargetBatch) {
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_EQ(r.json["plans"].size(), 1u) << r.body;
   const json& p = r.json["plans"][0];
-  for (const char* key : {"node_id", "device", "available_bytes", "available_source", "precision", "micro_batch",
-                          "accumulate_steps", "effective_batch", "world_size", "measured", "fixed_bytes",
-                          "per_sample_bytes", "predicted_peak_bytes", "fits", "max_micro_batch", "options", "notes",
-                          "breakdown", "batch_source"})
+  for (const char* key :
+       {"node_id", "device", "available_bytes", "available_source", "precision", "micro_batch", "accumulate_steps",
+        "effective_batch", "world_size", "measured", "fixed_bytes", "per_sample_bytes", "predicted_peak_bytes", "fits",
+        "max_micro_batch", "options", "notes", "breakdown", "batch_source"})
     EXPECT_TRUE(p.contains(key)) << key << " missing from " << p.dump();
   EXPECT_EQ(p["node_id"], "train");
   EXPECT_EQ(p["device"], "cpu");

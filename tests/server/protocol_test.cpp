@@ -1,8 +1,8 @@
 // What /ws/execution really sends fits the schema `codefy protocol --json`
 // prints (and the editor's types are checked against): a run that trains,
 // one that fails in a node, a Stop, a cache clear and a refused action.
-#include "fixture.h"
 #include "server/protocol.h"
+#include "fixture.h"
 
 namespace codefy::server {
 namespace {

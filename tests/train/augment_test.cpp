@@ -96,8 +96,8 @@ DatasetPtr augmented_images() {
   d->inputs = torch::rand({40, 1, 8, 8}, at::make_generator<at::CPUGeneratorImpl>(5));
   d->targets = torch::arange(40);
   d->num_classes = 40;
-  d->augment = std::make_shared<const Augmentation>(chain(
-      {{{"type", "RandomCrop"}, {"size", 8}, {"padding", 2}}, {{"type", "RandomHorizontalFlip"}, {"p", 0.5}}}));
+  d->augment = std::make_shared<const Augmentation>(
+      chain({{{"type", "RandomCrop"}, {"size", 8}, {"padding", 2}}, {{"type", "RandomHorizontalFlip"}, {"p", 0.5}}}));
   return d;
 }
 

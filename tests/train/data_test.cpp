@@ -256,7 +256,8 @@ TEST(Csv, QuotedFieldsTextColumnsAndClassMapping) {
 TEST(Csv, ErrorsNeverQuoteMuchOfAFileThatIsNotACsv) {
   TempDir tmp;
   const fs::path shadow = tmp.path() / "shadow";
-  write_file(shadow, "root:*:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\nsecret-user:$y$j9T$abcdefgh:20228::::::\n");
+  write_file(shadow,
+             "root:*:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\nsecret-user:$y$j9T$abcdefgh:20228::::::\n");
   CsvOptions options;
   options.target_column = "label";
   for (const CsvOptions& o : {CsvOptions{}, options}) {

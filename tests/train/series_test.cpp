@@ -1,8 +1,8 @@
 // Forecasting data (src/train/series.cpp): the generated series, its
 // windows and horizons against slices taken one by one, the split by time;
 // and bf16 on the CPU through the norms a Transformer uses.
-#include "train/precision.h"
 #include "train/series.h"
+#include "train/precision.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -104,7 +104,8 @@ TEST(Precision, ATransformerTrainsInBf16OnTheCpuWithLayerAndGroupNorms) {
   // LibTorch 1.13's CPU autocast alone fails on LayerNorm and GroupNorm
   // (a bf16 input meets fp32 weights); Codefy runs them in fp32.
   torch::manual_seed(0);
-  torch::nn::TransformerEncoderLayer layer(torch::nn::TransformerEncoderLayerOptions(16, 2).dim_feedforward(32).dropout(0.0));
+  torch::nn::TransformerEncoderLayer layer(
+      torch::nn::TransformerEncoderLayerOptions(16, 2).dim_feedforward(32).dropout(0.0));
   torch::nn::GroupNorm group(torch::nn::GroupNormOptions(2, 16));
   const torch::Tensor x = torch::randn({5, 3, 16});
   auto loss_of = [&](Precision p) {

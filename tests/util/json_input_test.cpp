@@ -19,7 +19,7 @@ TEST(JsonInput, DepthCountsArraysAndObjectsButNotBracketsInStrings) {
   EXPECT_EQ(json_depth("{\"a\": [1, {\"b\": []}]}"), 4);
   EXPECT_EQ(json_depth("{\"a\": \"[[[[{{{{\"}"), 1);
   EXPECT_EQ(json_depth(R"({"a": "quote \" then [[[ inside"})"), 1);
-  EXPECT_EQ(json_depth(R"(["\\", [[]]])"), 3);  // an escaped backslash ends before the quote
+  EXPECT_EQ(json_depth(R"(["\\", [[]]])"), 3);   // an escaped backslash ends before the quote
   EXPECT_EQ(json_depth(nested(500), 100), 101);  // stops counting past the limit
 }
 
