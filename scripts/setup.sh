@@ -13,6 +13,7 @@ packages=(
   libcli11-dev            # command-line parsing (header-only)
   libboost1.81-dev        # Boost.Beast/Asio for the server (header-only)
   libgtest-dev            # unit tests
+  libsqlite3-dev          # the run history (codefy-data/runs.db): an embedded database two processes can share
   libpng-dev zlib1g-dev   # Visualize's PNG output, ImageReader; .gz idx files
   libsvm-dev              # LIBSVM, what scikit-learn's SVC wraps: SVMClassifier
   libplplot-dev plplot-driver-cairo  # Visualize's plots: PLplot draws axes, text and data; its memcairo driver renders in memory

@@ -9,12 +9,14 @@
 #include "engine/executor.h"
 #include "engine/memory_plan.h"
 #include "engine/run_error.h"
+#include "engine/run_recorder.h"
 #include "graph/validate.h"
 #include "model/layer_catalog.h"
 #include "nodes/library.h"
 #include "server/api.h"
 #include "server/http_server.h"
 #include "server/protocol.h"
+#include "store/run_store.h"
 #include "util/atomic_file.h"
 #include "util/file_access.h"
 #include "util/image_size.h"
@@ -26,11 +28,13 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -46,8 +50,9 @@ CancellationToken& current_token() {
 
 /// Writes what a reader wants to keep from a run: each picture a node drew
 /// (Visualize's, Forecast's: a base64 PNG output) as a PNG file.
-void write_artifacts(const PreparedGraph& prepared, const RunResult& result, const std::string& out_dir,
-                     Printer& printer) {
+nlohmann::json write_artifacts(const PreparedGraph& prepared, const RunResult& result, const std::string& out_dir,
+                               Printer& printer) {
+  nlohmann::json written = nlohmann::json::array();
   for (const auto& [id, outputs] : result.outputs) {
     if (!prepared.graph.node(id)) continue;
     const auto image = find_image(outputs);
@@ -60,7 +65,9 @@ void write_artifacts(const PreparedGraph& prepared, const RunResult& result, con
       printer.emit_json({{"event", "artifact"}, {"node_id", id}, {"path", path.string()}});
     else
       std::printf("  %s: wrote %s\n", id.c_str(), path.string().c_str());
+    written.push_back({{"node", id}, {"kind", "image"}, {"path", std::filesystem::absolute(path).string()}});
   }
+  return written;
 }
 
 /// The numbers a reader wants at the end, from the nodes whose definitions
@@ -180,6 +187,121 @@ void print_plan(const MemoryPlan& plan) {
 
 }  // namespace
 
+namespace {
+
+nlohmann::json run_json(const store::RunRecord& r, bool whole) {
+  nlohmann::json j = {{"id", r.id},
+                      {"graph", r.graph_name},
+                      {"graph_hash", r.graph_hash},
+                      {"source", r.source},
+                      {"status", r.status},
+                      {"seed", r.seed},
+                      {"devices", r.devices},
+                      {"precision_requested", r.precision_requested},
+                      {"precision", r.precision_used},
+                      {"micro_batch", r.micro_batch},
+                      {"accumulate_steps", r.accumulate_steps},
+                      {"effective_batch", r.effective_batch},
+                      {"world_size", r.world_size},
+                      {"threads", r.threads},
+                      {"started_at", r.started_at},
+                      {"ended_at", r.ended_at},
+                      {"duration_s", r.duration_s},
+                      {"error", r.error},
+                      {"peak_memory", r.peak_memory},
+                      {"final_metrics", r.final_metrics}};
+  if (whole) {
+    j["graph_snapshot"] = r.graph;
+    j["config"] = r.config;
+    j["node_timings"] = r.node_timings;
+    j["artifacts"] = r.artifacts;
+  }
+  return j;
+}
+
+/// The first training node's metric `key` of a run, if it has one.
+std::optional<double> final_metric(const store::RunRecord& r, const char* key) {
+  if (!r.final_metrics.is_object()) return std::nullopt;
+  for (const auto& [id, m] : r.final_metrics.items())
+    if (m.is_object() && m.contains(key) && m[key].is_number()) return m[key].get<double>();
+  return std::nullopt;
+}
+
+std::string number(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.4g", v);
+  return s;
+}
+
+std::string when(double unix_s) {
+  const auto t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char s[32];
+  std::strftime(s, sizeof s, "%Y-%m-%d %H:%M", &tm);
+  return s;
+}
+
+}  // namespace
+
+int runs_command(const RunsCommand& cmd) {
+  try {
+    store::RunStore runs(std::filesystem::path(cmd.data_dir) / "runs.db", store::Retention::from_env());
+    if (cmd.action == "delete") {
+      if (!runs.remove(cmd.id)) {
+        std::fprintf(stderr, "error: no run %s in %s\n", cmd.id.c_str(), runs.path().c_str());
+        return kExitUsage;
+      }
+      if (!cmd.json) std::printf("deleted run %s\n", cmd.id.c_str());
+      return kExitOk;
+    }
+    if (cmd.action == "show") {
+      const auto r = runs.get(cmd.id);
+      if (!r) {
+        std::fprintf(stderr, "error: no run %s in %s\n", cmd.id.c_str(), runs.path().c_str());
+        return kExitUsage;
+      }
+      nlohmann::json j = run_json(*r, true);
+      nlohmann::json series = nlohmann::json::object();
+      for (const auto& p : runs.series(r->id)) series[p.name].push_back({p.step, p.value});
+      j["series"] = series;
+      std::printf("%s\n", j.dump(cmd.json ? -1 : 2).c_str());
+      return kExitOk;
+    }
+    store::RunFilter f;
+    f.graph = cmd.graph;
+    f.status = cmd.status;
+    f.source = cmd.source;
+    f.limit = cmd.limit;
+    const auto list = runs.list(f);
+    if (cmd.json) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& r : list) a.push_back(run_json(r, false));
+      std::printf("%s\n", nlohmann::json{{"runs", a}}.dump().c_str());
+      return kExitOk;
+    }
+    std::printf("%-22s %-16s %-24s %-11s %-9s %9s %10s %8s %9s %10s\n", "id", "when", "graph", "status", "precision",
+                "eff.batch", "final loss", "accuracy", "duration", "peak mem");
+    for (const auto& r : list) {
+      const auto loss = final_metric(r, "final_train_loss");
+      const auto acc = final_metric(r, "final_val_accuracy");
+      int64_t peak = 0;
+      if (r.peak_memory.is_object())
+        for (const auto& [d, b] : r.peak_memory.items())
+          if (b.is_number_integer()) peak = std::max(peak, b.get<int64_t>());
+      std::printf("%-22s %-16s %-24.24s %-11s %-9s %9lld %10s %8s %8.1fs %10s\n", r.id.c_str(),
+                  when(r.started_at).c_str(), r.graph_name.c_str(), r.status.c_str(), r.precision_used.c_str(),
+                  static_cast<long long>(r.effective_batch), loss ? number(*loss).c_str() : "-",
+                  acc ? number(*acc).c_str() : "-", r.duration_s, peak ? device::format_bytes(peak).c_str() : "-");
+    }
+    if (list.empty()) std::printf("(no runs recorded in %s)\n", runs.path().c_str());
+    return kExitOk;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitUsage;
+  }
+}
+
 int plan_graph(const PlanCommand& cmd) {
   try {
     graph::Graph g = graph::load_graph_file(cmd.graph_path);
@@ -232,10 +354,54 @@ void join_world(const distributed::WorldInfo& world, const RunCommand& cmd, RunS
   settings.data_parallel = std::make_shared<distributed::ProcessGroup>(world, options);
 }
 
+/// The highest peak per device: the counted CPU peak of any node, and each
+/// training node's peak per device.
+nlohmann::json peak_memory_json(const RunResult& result, const nlohmann::json& results) {
+  nlohmann::json peak = nlohmann::json::object();
+  auto raise = [&](const std::string& device, int64_t bytes) {
+    if (!peak.contains(device) || peak[device].get<int64_t>() < bytes) peak[device] = bytes;
+  };
+  for (const auto& [id, bytes] : result.peak_cpu_bytes) raise("cpu", bytes);
+  for (const auto& [id, metrics] : results.items())
+    if (metrics.is_object() && metrics.contains("peak_memory_bytes") && metrics["peak_memory_bytes"].is_object())
+      for (const auto& [device, bytes] : metrics["peak_memory_bytes"].items())
+        if (bytes.is_number_integer()) raise(device, bytes.get<int64_t>());
+  return peak;
+}
+
+/// The run history's record of a run about to start from the command line.
+store::RunRecord cli_record(const RunCommand& cmd, const PreparedGraph& prepared, const nlohmann::json& snapshot,
+                            int world_size, int threads) {
+  store::RunRecord r;
+  r.id = store::new_run_id();
+  r.graph_name = prepared.graph.name;
+  r.graph = snapshot;
+  r.seed = cmd.seed;
+  r.source = "cli";
+  r.world_size = world_size;
+  r.threads = threads;
+  std::set<std::string> devices;
+  for (const auto& n : prepared.graph.nodes) {
+    const graph::NodeDef* def = nodes::builtin().find(n.type);
+    if (!def || def->memory_hints.precision_param.empty()) continue;
+    const auto p = n.params.find(def->memory_hints.precision_param);
+    r.precision_requested = p != n.params.end() && p->is_string() ? p->get<std::string>() : std::string("fp32");
+    r.precision_used = r.precision_requested;
+    const auto d = n.params.find("device");
+    devices.insert(!cmd.device.empty()                     ? cmd.device
+                   : d != n.params.end() && d->is_string() ? d->get<std::string>()
+                                                           : std::string("auto"));
+  }
+  r.devices = devices;
+  return r;
+}
+
 /// A run that ended well: its pictures as files, its results printed (a JSON line with --json).
-void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result, Printer& printer) {
-  write_artifacts(prepared, result, cmd.out_dir, printer);
+void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result, Printer& printer,
+                      RunRecorder* recorder) {
+  const nlohmann::json artifacts = write_artifacts(prepared, result, cmd.out_dir, printer);
   const auto results = results_json(prepared, result);
+  if (recorder) recorder->finish("completed", std::nullopt, results, peak_memory_json(result, results), artifacts);
   if (cmd.json) {
     printer.emit_json({{"event", "execution_complete"},
                        {"status", "ok"},
@@ -245,6 +411,8 @@ void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, cons
   } else {
     print_results(results);
     std::printf("Done in %.1f s\n", result.seconds);
+    if (recorder && recorder->recording())
+      std::printf("Recorded as run %s (codefy runs show %s)\n", recorder->run_id().c_str(), recorder->run_id().c_str());
   }
 }
 
@@ -296,8 +464,10 @@ int run_graph(const RunCommand& cmd) {
   };
 
   PreparedGraph prepared;
+  nlohmann::json snapshot;
   try {
     graph::Graph g = graph::load_graph_file(cmd.graph_path);
+    snapshot = g.raw;
     if (!cmd.base_dir.empty()) g.base_dir = std::filesystem::absolute(cmd.base_dir);
     prepared = prepare(g, nodes::builtin());
   } catch (const std::exception&) {
@@ -354,18 +524,50 @@ int run_graph(const RunCommand& cmd) {
   }
   settings.cancel = current_token();
   settings.observer = quiet ? nullptr : &printer;
+  // The run history (rank 0 or a lone process): a store that cannot be
+  // opened is said once and the run goes on unrecorded.
+  std::unique_ptr<RunRecorder> recorder;
+  if (!quiet && !cmd.no_record) {
+    auto say = [&](const std::string& m) {
+      if (cmd.json)
+        printer.emit_json({{"event", "warning"}, {"message", m}});
+      else
+        std::fprintf(stderr, "warning: %s\n", m.c_str());
+    };
+    try {
+      auto store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
+                                                     store::Retention::from_env());
+      recorder = std::make_unique<RunRecorder>(
+          store, cli_record(cmd, prepared, snapshot, world ? world->world_size : 1, threads), &printer, say);
+      if (recorder->recording()) settings.observer = recorder.get();
+      if (cmd.json)
+        printer.emit_json(
+            {{"event", "run_recorded"}, {"run_id", recorder->run_id()}, {"store", store->path().string()}});
+    } catch (const std::exception& e) {
+      say(std::string("this run is not being recorded in the run history: ") + e.what());
+    }
+  }
+  auto record_end = [&](const std::string& status, const std::optional<RunError>& error) {
+    if (recorder)
+      recorder->finish(status, error, nlohmann::json::object(), nlohmann::json::object(), nlohmann::json::array());
+  };
   if (world) {
     try {
       join_world(*world, cmd, settings);
     } catch (const std::exception& e) {
-      return report(RunErrorKind::kDistributed, e.what());
+      RunError error;
+      error.kind = RunErrorKind::kDistributed;
+      error.message = e.what();
+      record_end("failed", error);
+      return report_error(std::move(error));
     }
   }
   try {
     const RunResult result = Executor(nodes::builtin()).run(prepared, settings);
-    if (!quiet) report_completed(cmd, prepared, result, printer);
+    if (!quiet) report_completed(cmd, prepared, result, printer, recorder.get());
     return kExitOk;
   } catch (const Cancelled&) {
+    record_end("stopped", std::nullopt);
     if (quiet) {
     } else if (cmd.json) {
       printer.emit_json({{"event", "execution_stopped"}, {"exit_code", kExitStopped}});
@@ -374,7 +576,9 @@ int run_graph(const RunCommand& cmd) {
     }
     return kExitStopped;
   } catch (const std::exception&) {
-    return report_error(RunError::from_current_exception());
+    RunError error = RunError::from_current_exception();
+    record_end(error.kind == RunErrorKind::kStopped ? "stopped" : "failed", error);
+    return report_error(std::move(error));
   }
 }
 

@@ -33,6 +33,9 @@ struct RunCommand {
   int dist_timeout_s = 60;
   /// The program's own argv[0], to start the ranks with.
   std::string program;
+  /// The run history lives in `<data_dir>/runs.db` (serve's folder by default); no_record: not kept.
+  std::string data_dir = "codefy-data";
+  bool no_record = false;
 };
 
 struct PlanCommand {
@@ -43,6 +46,16 @@ struct PlanCommand {
   double margin = 0.1;
   int64_t memory_budget_mb = -1;  ///< -1: --budget-mb, else from the environment
   std::string base_dir;
+  bool json = false;
+};
+
+/// `codefy runs [show ID | delete ID]`: the run history.
+struct RunsCommand {
+  std::string action = "list";  ///< list, show, delete
+  std::string id;
+  std::string data_dir = "codefy-data";
+  std::string graph, status, source;
+  size_t limit = 20;
   bool json = false;
 };
 
@@ -81,6 +94,8 @@ int serve(const ServeCommand& cmd);
 /// `codefy plan`: the memory plan of each TrainingLoop; exits 0 when the
 /// graph as it stands is predicted to fit, kExitOutOfMemory when not.
 int plan_graph(const PlanCommand& cmd);
+/// `codefy runs`: lists, shows or deletes recorded runs.
+int runs_command(const RunsCommand& cmd);
 int validate_graph(const std::string& path, bool json);
 int list_nodes(bool json);
 /// The layer types a SequentialModel's spec takes, with their params (json: GET /api/layers' body).

@@ -48,6 +48,9 @@ CLI::App* add_run_command(CLI::App& app, RunCommand& run) {
                    "Several machines: the rendezvous store's port, the same on every machine (firewall it to them)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
+  run_cmd->add_option("--data-dir", run.data_dir, "Where the run history is kept (runs.db; serve's data folder)")
+      ->capture_default_str();
+  run_cmd->add_flag("--no-record", run.no_record, "Do not keep this run in the run history");
   run_cmd
       ->add_option("--dist-timeout", run.dist_timeout_s,
                    "Seconds a rank waits for the others (rendezvous, all-reduce) before it fails")
@@ -80,6 +83,27 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommand& plan) {
   cmd->add_option("--base-dir", plan.base_dir,
                   "Folder the graph's relative file paths resolve against (default: the graph file's)");
   cmd->add_flag("--json", plan.json, "The plan as JSON");
+  return cmd;
+}
+
+/// `codefy runs` and its sub-commands, filling `runs`.
+CLI::App* add_runs_command(CLI::App& app, RunsCommand& runs) {
+  auto* cmd = app.add_subcommand("runs", "The run history: recorded runs, newest first (show ID, delete ID)");
+  cmd->add_option("--data-dir", runs.data_dir, "Where the run history is kept (runs.db)")->capture_default_str();
+  cmd->add_flag("--json", runs.json, "JSON output");
+  cmd->add_option("--graph", runs.graph, "Only runs of this graph name");
+  cmd->add_option("--status", runs.status,
+                  "Only runs with this status (running, completed, failed, stopped, interrupted)");
+  cmd->add_option("--source", runs.source, "Only runs from this source (cli, editor, codefyui, api)");
+  cmd->add_option("--limit", runs.limit, "How many")->capture_default_str();
+  auto* show = cmd->add_subcommand("show", "Everything recorded of one run");
+  show->add_option("id", runs.id, "Run id")->required();
+  show->callback([&runs] { runs.action = "show"; });
+  show->fallthrough();  // --json, --data-dir after the id
+  auto* del = cmd->add_subcommand("delete", "Delete one run and its series");
+  del->add_option("id", runs.id, "Run id")->required();
+  del->callback([&runs] { runs.action = "delete"; });
+  del->fallthrough();
   return cmd;
 }
 
@@ -147,6 +171,9 @@ int main(int argc, char** argv) {
   RunCommand run;
   auto* run_cmd = add_run_command(app, run);
 
+  RunsCommand runs;
+  auto* runs_cmd = add_runs_command(app, runs);
+
   PlanCommand plan;
   auto* plan_cmd = add_plan_command(app, plan);
 
@@ -185,6 +212,7 @@ int main(int argc, char** argv) {
   run.program = argc > 0 ? argv[0] : "codefy";
   if (*run_cmd) return run.nproc_per_node > 0 ? launch_run(run) : run_graph(run);
   if (*plan_cmd) return plan_graph(plan);
+  if (*runs_cmd) return runs_command(runs);
   if (*validate_cmd) return validate_graph(validate_path, validate_json);
   if (*nodes_cmd) return list_nodes(nodes_json);
   if (*layers_cmd) return list_layers(layers_json);

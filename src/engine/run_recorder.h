@@ -1,0 +1,65 @@
+// Records a run into the run history while it runs: an Observer that passes
+// every event on to the run's own observer (the CLI's printer, a server
+// connection) and keeps the training node's config and series in the store,
+// written in batches (one transaction at most every half second, and at each
+// epoch's end) so recording never holds training up. A store that fails
+// (read-only folder, full disk) is said once and the run goes on unrecorded.
+#pragma once
+
+#include "engine/events.h"
+#include "engine/run_error.h"
+#include "store/run_store.h"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace codefy {
+
+class RunRecorder : public Observer {
+ public:
+  /// Starts recording `run` (its id, graph, seed, source, ... filled in) in
+  /// `store`; events go on to `next` (may be null). `warn` hears the one
+  /// message when recording stops working (default: stderr).
+  RunRecorder(std::shared_ptr<store::RunStore> store, store::RunRecord run, Observer* next,
+              std::function<void(const std::string&)> warn = {});
+  ~RunRecorder() override;
+
+  const std::string& run_id() const { return run_.id; }
+  bool recording() const { return store_ != nullptr; }
+
+  void on_node_entry(const NodeRef& n) override;
+  void on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::json& detail) override;
+  void on_progress(const NodeRef& n, const nlohmann::json& event) override;
+  void on_warning(const NodeRef& n, const std::string& message) override;
+  void on_print(const NodeRef& n, const std::string& text) override;
+  void on_image(const NodeRef& n, const std::string& base64_png) override;
+
+  /// The run ended: its status ("completed", "failed", "stopped"), error,
+  /// results by node, peak memory by device and the files it wrote.
+  void finish(const std::string& status, const std::optional<RunError>& error, const nlohmann::json& results,
+              const nlohmann::json& peak_memory, const nlohmann::json& artifacts);
+
+ private:
+  void flush();
+  /// Runs a store call; on failure says why once and stops recording.
+  void guarded(const std::function<void()>& write);
+
+  std::shared_ptr<store::RunStore> store_;
+  store::RunRecord run_;
+  Observer* next_;
+  std::function<void(const std::string&)> warn_;
+  std::vector<store::SeriesPoint> pending_;
+  std::chrono::steady_clock::time_point last_flush_, started_;
+  std::map<std::string, std::chrono::steady_clock::time_point> entered_;
+  nlohmann::json timings_ = nlohmann::json::object();
+  bool finished_ = false;
+};
+
+/// A graph's hash for the run history: fnv1a-64 of its compact JSON, 16 hex digits.
+std::string graph_hash(const nlohmann::json& graph);
+
+}  // namespace codefy
