@@ -254,3 +254,80 @@ export interface ExecuteMessage extends GraphJson {
   /** The example the graph was opened from (Codefy's field): relative file paths resolve in its folder. */
   example?: string;
 }
+
+// ── POST /api/graph/plan (the memory planner) ────────────────────────────────
+
+/** What the plan request may add beside the graph, under `plan_options` (each optional). */
+export interface PlanOptions {
+  /** A memory budget in MiB instead of the device's available memory. */
+  budget_mb?: number;
+  /** The effective batch the options should keep (micro-batch × accumulate steps); default: the graph's. */
+  target_effective_batch?: number;
+  /** The share of the budget kept free (0.1 = plan to 90 %). */
+  margin?: number;
+  /** The device to plan for: the editor's device menu. */
+  device?: string;
+}
+
+/** One measured training step of the planner: the peak at a micro-batch. */
+export interface PlanMeasurement {
+  micro_batch: number;
+  peak_bytes: number;
+}
+
+/** What the predicted peak is made of, in bytes. */
+export interface PlanBreakdown {
+  parameter_bytes: number;
+  gradient_bytes: number;
+  optimizer_state_bytes: number;
+  other_fixed_bytes: number;
+  activation_bytes: number;
+}
+
+/** Another way to train with the same (or the target) effective batch, and what it would need. */
+export interface PlanOption {
+  precision: string;
+  micro_batch: number;
+  accumulate_steps: number;
+  effective_batch: number;
+  predicted_peak_bytes: number;
+  fits: boolean;
+}
+
+/** The node and param that set the micro-batch (DataLoader.batch_size), which Apply changes. */
+export interface PlanBatchSource {
+  node_id: string;
+  node_type: string;
+  param: string;
+}
+
+/** One TrainingLoop's memory plan. */
+export interface MemoryPlan {
+  node_id: string;
+  device: string;
+  available_bytes: number;
+  /** Where `available_bytes` came from ("available RAM (MemAvailable)", "budget", …). */
+  available_source: string;
+  precision: string;
+  micro_batch: number;
+  accumulate_steps: number;
+  effective_batch: number;
+  world_size: number;
+  measured: PlanMeasurement[];
+  fixed_bytes: number;
+  per_sample_bytes: number;
+  predicted_peak_bytes: number;
+  fits: boolean;
+  max_micro_batch: number;
+  breakdown: PlanBreakdown;
+  options: PlanOption[];
+  notes: string[];
+  /** Absent when the micro-batch is not set by a param the planner can name. */
+  batch_source?: PlanBatchSource | null;
+}
+
+/** POST /api/graph/plan's answer: a plan per TrainingLoop, and whether all of them fit. */
+export interface PlanResponse {
+  plans: MemoryPlan[];
+  fits: boolean;
+}
