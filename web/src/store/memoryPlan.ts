@@ -119,6 +119,15 @@ export const useMemoryPlan = create<MemoryPlanState>()((set, get) => ({
     const target = get().targets[tab];
     const options: PlanOptions = { margin, device, ...(target ? { target_effective_batch: target } : {}) };
     set((s) => ({ planning: tab, errors: without(s.errors, tab) }));
+    // The TrainingLoop shown (the selected one, else the first) shows the plan under way, then its result.
+    if (focus) {
+      const selected = doc.nodes.find((n) => n.id === doc.selectedId);
+      const loop = selected?.data.nodeType === 'TrainingLoop' ? selected : doc.nodes.find((n) => n.data.nodeType === 'TrainingLoop');
+      if (loop) {
+        if (loop !== selected) doc.select(loop.id);
+        set({ focusNode: loop.id });
+      }
+    }
     try {
       const response = await api.planGraph(graph, options);
       const plans = Array.isArray(response?.plans) ? response.plans : [];
@@ -132,7 +141,7 @@ export const useMemoryPlan = create<MemoryPlanState>()((set, get) => ({
       const notFitting = plans.filter((p) => !p.fits).length;
       messages.toast(notFitting ? 'warning' : 'info', notFitting ? t('plan.toastNoFit', { count: notFitting }) : t('plan.toastFits'));
       const now = useDocument.getState();
-      if (focus && now.activeTab === tab) {
+      if (focus && now.activeTab === tab && !plans.some((p) => p.node_id === now.selectedId)) {
         const first = plans.find((p) => now.nodes.some((n) => n.id === p.node_id));
         if (first) {
           now.select(first.node_id);
