@@ -30,7 +30,8 @@ describe('the bar', () => {
     expect(bar.segments.at(-1)!.width).toBeCloseTo(0.16);
     expect(bar.predictedAt).toBeCloseTo(0.41);
     expect(bar.availableAt).toBe(1);
-    expect(bar.usableAt).toBeCloseTo(0.9);
+    // A plan fits when its peak × (1 + margin) fits: the margin starts at available / 1.1.
+    expect(bar.usableAt).toBeCloseTo(1 / 1.1);
     expect(bar.measuredAt).toBeNull();
     expect(bar.over).toBe(false);
   });
@@ -40,7 +41,7 @@ describe('the bar', () => {
     const bar = memoryBar(tightPlan(), 0.1);
     expect(bar.scaleBytes).toBe(12 * GIB);
     expect(bar.availableAt).toBeCloseTo(8 / 12);
-    expect(bar.usableAt).toBeCloseTo((8 * 0.9) / 12);
+    expect(bar.usableAt).toBeCloseTo(8 / 1.1 / 12);
     expect(bar.segments.map((s) => s.key)).toEqual(['weights', 'gradients', 'optimizer', 'activations']);
     expect(bar.over).toBe(true);
     const measured = memoryBar(samplePlan({ available_bytes: 1000 }), 0, 2000);
@@ -49,6 +50,15 @@ describe('the bar', () => {
     // Over the margin but under the memory still counts as over: the margin is what the plan keeps free.
     expect(memoryBar(samplePlan({ available_bytes: 1700 }), 0.1).over).toBe(true);
     expect(memoryBar(samplePlan({ available_bytes: 1700 }), 0).over).toBe(false);
+  });
+
+  it('draws what the validation pass needs above training’s peak as a part of its own', () => {
+    // The prediction is the larger of training's peak (1640 here) and the validation pass's.
+    const bar = memoryBar(samplePlan({ available_bytes: 4000, validation_peak_bytes: 2000, predicted_peak_bytes: 2000 }), 0.1);
+    expect(bar.segments.at(-1)).toMatchObject({ key: 'validation', bytes: 360 });
+    expect(bar.segments.at(-1)!.start).toBeCloseTo(0.41);
+    expect(bar.segments.at(-1)!.width).toBeCloseTo(0.09);
+    expect(memoryBar(samplePlan(), 0.1).segments.map((s) => s.key)).not.toContain('validation');
   });
 
   it('with the device’s memory unknown, the bar is the prediction alone', () => {
@@ -76,6 +86,8 @@ describe('the options', () => {
     ]);
     const sourceless = { ...plan, batch_source: null };
     expect(optionEdits(sourceless, plan.options[3]!)).toBeNull();
+    // The server names no source with an empty node id.
+    expect(optionEdits({ ...plan, batch_source: { node_id: '', node_type: '', param: '' } }, plan.options[3]!)).toBeNull();
     expect(optionEdits(sourceless, plan.options[1]!)).toEqual([
       { nodeId: 'train', param: 'accumulate_steps', value: 1 },
       { nodeId: 'train', param: 'precision', value: 'bf16' },
@@ -170,20 +182,25 @@ describe('planning from the editor', () => {
   afterEach(() => vi.unstubAllGlobals());
 
   it('sends the graph as validate does, with the device and margin under plan_options, and shows the first TrainingLoop', async () => {
-    const server = stubServer(planAnswer([samplePlan()]));
+    const warning = 'device "cuda" is not available: using cpu';
+    const server = stubServer(() => new Response(JSON.stringify({ plans: [samplePlan()], fits: true, warnings: [warning] })));
     useMemoryPlan.getState().setTarget(doc().activeTab, 64);
     await useMemoryPlan.getState().planShown(true);
     const call = server.calls.find((c) => c.url === '/api/graph/plan')!;
     expect(call.method).toBe('POST');
     expect(call.token).toBe('tok');
     const body = call.body as GraphJson & { plan_options: unknown };
-    expect(body.plan_options).toEqual({ margin: 0.1, device: 'cpu', target_effective_batch: 64 });
+    // The example it came from, so that the server finds its files as a run does.
+    expect(body.plan_options).toEqual({ margin: 0.1, device: 'cpu', target_effective_batch: 64, example: 'toy-mlp' });
     expect(body.nodes.map((n) => n.id)).toEqual(doc().exportGraph().nodes.map((n) => n.id));
     expect(doc().selectedId).toBe('train');
     expect(useMemoryPlan.getState().focusNode).toBe('train');
     const tabPlan = useMemoryPlan.getState().plans[doc().activeTab]!;
     expect(tabPlan.response.plans[0]!.node_id).toBe('train');
-    expect(said().messages.at(-1)).toMatchObject({ level: 'info', nodeId: 'train', text: 'Memory plan for train: predicted peak 1.6 KiB of 8.0 GiB on cpu: fits.' });
+    expect(said().messages.slice(-2)).toMatchObject([
+      { level: 'warning', text: warning },
+      { level: 'info', nodeId: 'train', text: 'Memory plan for train: predicted peak 1.6 KiB of 8.0 GiB on cpu: fits.' },
+    ]);
     expect(useMemoryPlan.getState().planning).toBeNull();
   });
 

@@ -72,7 +72,7 @@ describe('the Memory section', () => {
     expect(screen.getByTestId('memory-seg-activations').style.width).toBe('66.67%');
     expect(screen.queryByTestId('memory-seg-otherFixed')).toBeNull();
     expect(bar.querySelector('.memory-mark.available')).not.toBeNull();
-    expect(screen.getByTestId('memory').textContent).toContain('8.0 GiB on cpu (available RAM (MemAvailable)); 10% kept free');
+    expect(screen.getByTestId('memory').textContent).toContain('8.0 GiB on cpu (available RAM (MemAvailable)); fits when the peak plus 10% fits');
     expect(screen.getByTestId('memory').textContent).toContain('now: fp32, micro-batch 32 × 1 steps = 32');
 
     const rows = within(screen.getByTestId('memory-options')).getAllByRole('row').slice(1);

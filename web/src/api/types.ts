@@ -263,10 +263,12 @@ export interface PlanOptions {
   budget_mb?: number;
   /** The effective batch the options should keep (micro-batch × accumulate steps); default: the graph's. */
   target_effective_batch?: number;
-  /** The share of the budget kept free (0.1 = plan to 90 %). */
+  /** Headroom: a configuration fits when its peak × (1 + margin) fits (default 0.1). */
   margin?: number;
-  /** The device to plan for: the editor's device menu. */
+  /** The device to plan for: the editor's device menu ("auto": each node's own device param). */
   device?: string;
+  /** The example the graph was opened from: its relative file paths resolve in the example's folder (as a run's). */
+  example?: string;
 }
 
 /** One measured training step of the planner: the peak at a micro-batch. */
@@ -304,6 +306,7 @@ export interface PlanBatchSource {
 /** One TrainingLoop's memory plan. */
 export interface MemoryPlan {
   node_id: string;
+  node_type?: string;
   device: string;
   available_bytes: number;
   /** Where `available_bytes` came from ("available RAM (MemAvailable)", "budget", …). */
@@ -316,13 +319,16 @@ export interface MemoryPlan {
   measured: PlanMeasurement[];
   fixed_bytes: number;
   per_sample_bytes: number;
+  /** The validation pass's peak when it is above training's (0: below); the prediction is at least this. */
+  validation_peak_bytes?: number;
   predicted_peak_bytes: number;
   fits: boolean;
-  max_micro_batch: number;
+  /** The largest micro-batch that fits in the plan's precision (null: any). */
+  max_micro_batch: number | null;
   breakdown: PlanBreakdown;
   options: PlanOption[];
   notes: string[];
-  /** Absent when the micro-batch is not set by a param the planner can name. */
+  /** The param Apply sets the micro-batch through; absent (or with an empty node_id) when none could be named. */
   batch_source?: PlanBatchSource | null;
 }
 
@@ -330,4 +336,6 @@ export interface MemoryPlan {
 export interface PlanResponse {
   plans: MemoryPlan[];
   fits: boolean;
+  /** What choosing the device said (a device that is not there, and what was used instead). */
+  warnings?: string[];
 }

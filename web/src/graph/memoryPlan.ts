@@ -4,11 +4,14 @@
 // beside the prediction. Pure, so each rule is tested on its own.
 import type { GraphJson, MemoryPlan, PlanBreakdown, PlanOption } from '../api/types';
 
-/** The bar's parts, in the order they are drawn (what stays for the run first, then what grows with the batch). */
-export const SEGMENT_KEYS = ['weights', 'gradients', 'optimizer', 'otherFixed', 'activations'] as const;
+/**
+ * The bar's parts, in the order they are drawn: what stays for the run, then what grows with the
+ * batch, then what the validation pass needs beyond training's peak (the prediction is the larger of the two).
+ */
+export const SEGMENT_KEYS = ['weights', 'gradients', 'optimizer', 'otherFixed', 'activations', 'validation'] as const;
 export type SegmentKey = (typeof SEGMENT_KEYS)[number];
 
-const SEGMENT_FIELDS: Record<SegmentKey, keyof PlanBreakdown> = {
+const SEGMENT_FIELDS: Record<Exclude<SegmentKey, 'validation'>, keyof PlanBreakdown> = {
   weights: 'parameter_bytes',
   gradients: 'gradient_bytes',
   optimizer: 'optimizer_state_bytes',
@@ -33,11 +36,11 @@ export interface MemoryBar {
   predictedAt: number;
   /** The device's memory's end on the bar (1 unless the prediction or the measure is over it); null when unknown. */
   availableAt: number | null;
-  /** Where the margin starts: the memory the plan lets a run use (1 − margin of the device's). */
+  /** Where the margin starts: the most a peak may be and still fit (the device's memory / (1 + margin)). */
   usableAt: number | null;
   /** The measured peak's place on the bar, when a run measured one. */
   measuredAt: number | null;
-  /** The prediction is over the device's memory (minus the margin). */
+  /** The prediction with its margin is over the device's memory (the planner's `fits`, for this margin). */
   over: boolean;
 }
 
@@ -47,8 +50,13 @@ const bytes = (v: unknown): number => (typeof v === 'number' && Number.isFinite(
 export function memoryBar(plan: MemoryPlan, margin: number, measured: number | null = null): MemoryBar {
   const available = bytes(plan.available_bytes);
   const predicted = bytes(plan.predicted_peak_bytes);
-  const parts = SEGMENT_KEYS.map((key) => ({ key, bytes: bytes(plan.breakdown?.[SEGMENT_FIELDS[key]]) }));
-  const sum = parts.reduce((a, p) => a + p.bytes, 0);
+  const parts: { key: SegmentKey; bytes: number }[] = (Object.keys(SEGMENT_FIELDS) as (keyof typeof SEGMENT_FIELDS)[]).map((key) => ({
+    key,
+    bytes: bytes(plan.breakdown?.[SEGMENT_FIELDS[key]]),
+  }));
+  const training = parts.reduce((a, p) => a + p.bytes, 0);
+  parts.push({ key: 'validation', bytes: Math.max(0, predicted - training) });
+  const sum = training + parts.at(-1)!.bytes;
   const scaleBytes = Math.max(available, predicted, sum, bytes(measured), 1);
   const segments: BarSegment[] = [];
   let at = 0;
@@ -58,7 +66,7 @@ export function memoryBar(plan: MemoryPlan, margin: number, measured: number | n
     segments.push({ key: p.key, bytes: p.bytes, start: at, width });
     at += width;
   }
-  const usable = available * (1 - Math.min(Math.max(margin, 0), 1));
+  const usable = available / (1 + Math.max(margin, 0));
   return {
     scaleBytes,
     segments,
@@ -113,7 +121,7 @@ export interface ParamEdit {
  */
 export function optionEdits(plan: MemoryPlan, option: PlanOption): ParamEdit[] | null {
   const edits: ParamEdit[] = [];
-  const source = plan.batch_source;
+  const source = plan.batch_source?.node_id ? plan.batch_source : null;
   if (source) edits.push({ nodeId: source.node_id, param: source.param, value: option.micro_batch });
   else if (option.micro_batch !== plan.micro_batch) return null;
   edits.push({ nodeId: plan.node_id, param: 'accumulate_steps', value: option.accumulate_steps });

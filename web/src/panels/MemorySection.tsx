@@ -87,7 +87,7 @@ function MemoryBarView({ plan, margin, measured }: { plan: MemoryPlan; margin: n
 function OptionsTable({ plan, pending }: { plan: MemoryPlan; pending: (edits: ParamEdit[]) => boolean }) {
   const t = useT();
   const best = bestOption(plan);
-  const source = plan.batch_source ? `${plan.batch_source.node_id}.${plan.batch_source.param}` : '—';
+  const source = plan.batch_source?.node_id ? `${plan.batch_source.node_id}.${plan.batch_source.param}` : '—';
   return (
     <div className="memory-table-wrap">
       <table className="memory-options" data-testid="memory-options">
@@ -264,7 +264,7 @@ export function MemorySection({ nodeId }: { nodeId: string }) {
           <p className="memory-line">
             {t('plan.now', { precision: plan.precision, micro: plan.micro_batch, steps: plan.accumulate_steps, effective: plan.effective_batch })}
           </p>
-          {plan.max_micro_batch > 0 && <p className="muted memory-line">{t('plan.maxMicro', { max: plan.max_micro_batch })}</p>}
+          {plan.max_micro_batch !== null && plan.max_micro_batch > 0 && <p className="muted memory-line">{t('plan.maxMicro', { max: plan.max_micro_batch })}</p>}
           {plan.options.length > 0 && (
             <>
               <h4>{t('plan.options')}</h4>

@@ -117,7 +117,12 @@ export const useMemoryPlan = create<MemoryPlanState>()((set, get) => ({
     const device = doc.device;
     const margin = DEFAULT_MARGIN;
     const target = get().targets[tab];
-    const options: PlanOptions = { margin, device, ...(target ? { target_effective_batch: target } : {}) };
+    const options: PlanOptions = {
+      margin,
+      device,
+      ...(target ? { target_effective_batch: target } : {}),
+      ...(doc.source.kind === 'example' ? { example: doc.source.path } : {}),
+    };
     set((s) => ({ planning: tab, errors: without(s.errors, tab) }));
     // The TrainingLoop shown (the selected one, else the first) shows the plan under way, then its result.
     if (focus) {
@@ -137,7 +142,10 @@ export const useMemoryPlan = create<MemoryPlanState>()((set, get) => ({
         messages.say('info', t('plan.noLoops'));
         return;
       }
-      messages.sayAll(plans.map((p) => ({ level: p.fits ? 'info' : 'warning', text: planSummary(p), nodeId: p.node_id })));
+      messages.sayAll([
+        ...(response.warnings ?? []).map((w): NewMessage => ({ level: 'warning', text: w })),
+        ...plans.map((p): NewMessage => ({ level: p.fits ? 'info' : 'warning', text: planSummary(p), nodeId: p.node_id })),
+      ]);
       const notFitting = plans.filter((p) => !p.fits).length;
       messages.toast(notFitting ? 'warning' : 'info', notFitting ? t('plan.toastNoFit', { count: notFitting }) : t('plan.toastFits'));
       const now = useDocument.getState();
