@@ -7,6 +7,7 @@
 #include "distributed/launcher.h"
 #include "distributed/process_group.h"
 #include "engine/executor.h"
+#include "engine/memory_plan.h"
 #include "engine/run_error.h"
 #include "graph/validate.h"
 #include "model/layer_catalog.h"
@@ -135,6 +136,84 @@ int validate_graph(const std::string& path, bool json) {
       std::fprintf(stderr, "error: %s\n", e.what());
   }
   return kExitInvalidGraph;
+}
+
+namespace {
+
+void print_plan(const MemoryPlan& plan) {
+  using device::format_bytes;
+  for (const TrainingPlan& p : plan.plans) {
+    std::printf("Memory plan of %s (%s) in \"%s\" on %s, measured in %.1f s\n", p.node_type.c_str(),
+                p.node_id.c_str(), plan.graph.c_str(), p.device.c_str(), p.seconds);
+    std::printf("  memory available: %s (%s)\n", format_bytes(p.available_bytes).c_str(), p.available_source.c_str());
+    std::printf("  measured, %s:", p.precision.c_str());
+    for (const auto& m : p.model.measured)
+      std::printf(" micro-batch %lld -> %s;", static_cast<long long>(m.micro_batch), format_bytes(m.peak_bytes).c_str());
+    std::printf("\n  fixed %s (weights %s, gradients %s, optimizer state %s, data and workspace the rest) + %s per "
+                "sample\n",
+                format_bytes(p.model.fixed_bytes).c_str(), format_bytes(p.parameter_bytes).c_str(),
+                format_bytes(p.gradient_bytes).c_str(), format_bytes(p.optimizer_state_bytes).c_str(),
+                format_bytes(p.model.per_sample_bytes).c_str());
+    std::printf("  as it stands: %s, %s.%s %lld x accumulate_steps %lld (effective batch %lld): predicted peak %s, %s\n",
+                p.precision.c_str(), p.batch_node_id.c_str(), p.batch_param.c_str(),
+                static_cast<long long>(p.micro_batch), static_cast<long long>(p.accumulate_steps),
+                static_cast<long long>(p.effective_batch), format_bytes(p.predicted_peak_bytes).c_str(),
+                p.fits ? "fits" : "does NOT fit");
+    if (p.max_micro_batch < 0)
+      std::printf("  largest micro-batch that fits: any (nothing measured grows with it)\n");
+    else
+      std::printf("  largest micro-batch that fits: %lld\n", static_cast<long long>(p.max_micro_batch));
+    if (!p.options.empty()) {
+      std::printf("  options for effective batch %lld:\n    %-9s %11s %10s %14s  %s\n",
+                  static_cast<long long>(p.options.front().effective_batch), "precision", "micro-batch", "accumulate",
+                  "predicted peak", "fits");
+      for (const auto& o : p.options)
+        std::printf("    %-9s %11lld %10lld %14s  %s\n", o.precision.c_str(), static_cast<long long>(o.micro_batch),
+                    static_cast<long long>(o.accumulate_steps), format_bytes(o.predicted_peak_bytes).c_str(),
+                    o.fits ? "yes" : "no");
+    }
+    for (const auto& n : p.notes) std::printf("  - %s\n", n.c_str());
+  }
+}
+
+}  // namespace
+
+int plan_graph(const PlanCommand& cmd) {
+  try {
+    graph::Graph g = graph::load_graph_file(cmd.graph_path);
+    if (!cmd.base_dir.empty()) g.base_dir = std::filesystem::absolute(cmd.base_dir);
+    PlanOptions options;
+    if (cmd.budget_mb > 0) options.budget_bytes = cmd.budget_mb << 20;
+    if (cmd.target_effective_batch > 0) options.target_effective_batch = cmd.target_effective_batch;
+    options.margin = cmd.margin;
+    // Measuring uses no more than the memory it plans for.
+    const int64_t limit = cmd.memory_budget_mb >= 0 ? cmd.memory_budget_mb << 20
+                          : cmd.budget_mb > 0       ? cmd.budget_mb << 20
+                                                    : device::cpu_budget_from_env();
+    device::set_cpu_budget(limit);
+    RunSettings settings;
+    settings.base_dir = g.base_dir;
+    settings.cancel = current_token();
+    if (!cmd.device.empty())
+      settings.device =
+          device::resolve_device(cmd.device, device::DeviceSource{g.name, "", "", "--device"}).device.str();
+    const MemoryPlan plan = plan_memory(g, nodes::builtin(), settings, options);
+    if (cmd.json)
+      std::printf("%s\n", plan.to_json().dump().c_str());
+    else
+      print_plan(plan);
+    return plan.fits() ? kExitOk : kExitOutOfMemory;
+  } catch (const Cancelled&) {
+    std::fprintf(stderr, "stopped\n");
+    return kExitStopped;
+  } catch (const std::exception&) {
+    RunError e = RunError::from_current_exception();
+    if (cmd.json)
+      std::printf("%s\n", e.to_json().dump().c_str());
+    else
+      std::fprintf(stderr, "error: %s\n", e.message.c_str());
+    return e.exit_code();
+  }
 }
 
 namespace {

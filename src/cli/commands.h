@@ -35,6 +35,17 @@ struct RunCommand {
   std::string program;
 };
 
+struct PlanCommand {
+  std::string graph_path;
+  std::string device;
+  int64_t budget_mb = 0;              ///< 0: the CPU budget in force, else the device's free memory
+  int64_t target_effective_batch = 0;  ///< 0: each TrainingLoop's own
+  double margin = 0.1;
+  int64_t memory_budget_mb = -1;  ///< -1: --budget-mb, else from the environment
+  std::string base_dir;
+  bool json = false;
+};
+
 struct ServeCommand {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
@@ -67,6 +78,9 @@ int run_graph(const RunCommand& cmd);
 int launch_run(const RunCommand& cmd);
 /// `codefy serve`: the HTTP API until SIGINT/SIGTERM, then stops runs between batches.
 int serve(const ServeCommand& cmd);
+/// `codefy plan`: the memory plan of each TrainingLoop; exits 0 when the
+/// graph as it stands is predicted to fit, kExitOutOfMemory when not.
+int plan_graph(const PlanCommand& cmd);
 int validate_graph(const std::string& path, bool json);
 int list_nodes(bool json);
 /// The layer types a SequentialModel's spec takes, with their params (json: GET /api/layers' body).

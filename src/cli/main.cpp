@@ -56,6 +56,32 @@ CLI::App* add_run_command(CLI::App& app, RunCommand& run) {
   return run_cmd;
 }
 
+/// `codefy plan` and its options, filling `plan`.
+CLI::App* add_plan_command(CLI::App& app, PlanCommand& plan) {
+  auto* cmd = app.add_subcommand(
+      "plan", "Predict each TrainingLoop's peak memory, the largest micro-batch that fits and the accumulation that "
+              "keeps the batch (measures a few real steps; the graph is not changed)");
+  cmd->add_option("graph", plan.graph_path, "Graph file")->required();
+  cmd->add_option("--device", plan.device, "Device for every node: auto, cpu, cuda, cuda:N, mps");
+  cmd->add_option("--budget-mb", plan.budget_mb,
+                  "Plan for this many MiB (default: the CPU budget in force, else the device's free memory)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--target-effective-batch", plan.target_effective_batch,
+                  "The effective batch the options reach (default: the graph's batch_size x accumulate_steps)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--margin", plan.margin, "Headroom kept free: fits when peak x (1 + margin) is within the memory")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--memory-budget-mb", plan.memory_budget_mb,
+                  "Refuse CPU tensor memory past this many MiB while measuring (default: --budget-mb, else "
+                  "CODEFYUI_CPU_MEMORY_BUDGET_MB, else none)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--base-dir", plan.base_dir,
+                  "Folder the graph's relative file paths resolve against (default: the graph file's)");
+  cmd->add_flag("--json", plan.json, "The plan as JSON");
+  return cmd;
+}
+
 /// `codefy serve` and its options, filling `serve_opts`.
 CLI::App* add_serve_command(CLI::App& app, ServeCommand& serve_opts) {
   auto* serve_cmd = app.add_subcommand("serve", "The HTTP API for the editor and scripts");
@@ -120,6 +146,9 @@ int main(int argc, char** argv) {
   RunCommand run;
   auto* run_cmd = add_run_command(app, run);
 
+  PlanCommand plan;
+  auto* plan_cmd = add_plan_command(app, plan);
+
   std::string validate_path;
   bool validate_json = false;
   auto* validate_cmd = app.add_subcommand("validate", "Check a graph.json without running it");
@@ -154,6 +183,7 @@ int main(int argc, char** argv) {
   }
   run.program = argc > 0 ? argv[0] : "codefy";
   if (*run_cmd) return run.nproc_per_node > 0 ? launch_run(run) : run_graph(run);
+  if (*plan_cmd) return plan_graph(plan);
   if (*validate_cmd) return validate_graph(validate_path, validate_json);
   if (*nodes_cmd) return list_nodes(nodes_json);
   if (*layers_cmd) return list_layers(layers_json);

@@ -153,6 +153,7 @@ MemoryReading read_memory(c10::Device device) {
     r.live_bytes = stats.allocated_bytes[agg].current;
     r.peak_bytes = stats.allocated_bytes[agg].peak;
     r.reserved_bytes = stats.reserved_bytes[agg].current;
+    r.peak_reserved_bytes = stats.reserved_bytes[agg].peak;
     r.total_bytes = static_cast<int64_t>(at::cuda::getDeviceProperties(index)->totalGlobalMem);
   }
 #endif

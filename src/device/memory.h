@@ -46,7 +46,8 @@ struct MemoryReading {
   c10::Device device = c10::Device(c10::kCPU);
   int64_t live_bytes = 0;
   int64_t peak_bytes = 0;
-  std::optional<int64_t> reserved_bytes;  ///< CUDA caching allocator
+  std::optional<int64_t> reserved_bytes;       ///< CUDA caching allocator
+  std::optional<int64_t> peak_reserved_bytes;  ///< CUDA: highest reserved since the last reset_peak
   std::optional<int64_t> total_bytes;     ///< the card (CUDA), the budget (CPU, when set)
   bool counted = false;                   ///< false: no counter for this device
 };

@@ -15,12 +15,8 @@ T param_or(const nlohmann::json& params, const std::string& name, T fallback) {
   }
 }
 
-/// The node whose batch-size param sets `node`'s batch: the source of its
-/// hinted input, when that source declares a batch size.
-struct BatchSource {
-  const graph::NodeSpec* node = nullptr;
-  std::string param;
-};
+}  // namespace
+
 BatchSource batch_source(const graph::NodeCatalog& catalog, const graph::Graph& g, const graph::NodeSpec& node,
                          const std::string& input) {
   if (input.empty()) return {};
@@ -33,7 +29,6 @@ BatchSource batch_source(const graph::NodeCatalog& catalog, const graph::Graph& 
   return {};
 }
 
-}  // namespace
 
 std::vector<std::string> oom_advice(const graph::NodeCatalog& catalog, const graph::Graph& g,
                                     const std::string& node_id, const nlohmann::json& params, c10::Device device) {

@@ -10,6 +10,16 @@
 
 namespace codefy {
 
+/// The node whose batch-size param sets a node's batch: the source of its
+/// `input` (its memory hints' batch_input), when that source declares a
+/// batch size (DataLoader's batch_size); none otherwise.
+struct BatchSource {
+  const graph::NodeSpec* node = nullptr;
+  std::string param;
+};
+BatchSource batch_source(const graph::NodeCatalog& catalog, const graph::Graph& g, const graph::NodeSpec& node,
+                         const std::string& input);
+
 /// Advice for node `node_id` of `g` (its `params` with defaults filled in),
 /// cheapest first, from the memory hints its definition and its batch
 /// source's declare (`catalog`): names the node that sets its batch and that

@@ -385,6 +385,8 @@ void register_training_loop(NodeRegistry& r) {
       res.metrics["peak_memory_bytes_per_rank"] = std::move(peaks.per_rank);
     }
     res.metrics["start_memory_bytes"] = start_memory;
+    if (const device::MemoryReading m = device::read_memory(o.device); m.peak_reserved_bytes)
+      res.metrics["peak_reserved_memory_bytes"] = {{o.device.str(), *m.peak_reserved_bytes}};
     res.metrics["warnings"] = ctx.warnings();
     auto to_tensor = [](const std::vector<double>& v) {
       return torch::tensor(std::vector<float>(v.begin(), v.end()), torch::kFloat);

@@ -6,6 +6,7 @@
 #include "distributed/hosted_world.h"
 #include "engine/errors.h"
 #include "engine/graph_contract.h"
+#include "engine/memory_plan.h"
 #include "engine/value.h"
 #include "graph/graph.h"
 #include "graph/validate.h"
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <iterator>
@@ -306,6 +308,8 @@ void Runs::add_routes(RouteTable& table) {
   table.add("POST", "/api/graph/run/{name}", [this](const Request& r, const PathParams& p, const Respond& respond) {
     run_graph(p.at("name"), r, respond);
   });
+  table.add("POST", "/api/graph/plan",
+            [this](const Request& r, const PathParams&, const Respond& respond) { plan(r, respond); });
   table.add("GET", "/api/graph/contract/{name}", [this](const Request&, const PathParams& p) {
     const std::string& name = p.at("name");
     const fs::path file = graphs_dir_ / (sanitize_name(name) + ".json");
@@ -398,6 +402,122 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
   // A client that leaves while its run waits takes the run with it; one that
   // leaves a running run lets it finish (its outcome stays in /api/runs/{id}).
   if (r.on_client_gone) r.on_client_gone([this, run_id] { queues_.drop_queued(run_id); });
+}
+
+namespace {
+
+/// A number field: absent or null is empty; anything but a finite number is refused.
+std::optional<double> number_field(const nlohmann::json& object, const std::string& key) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || !std::isfinite(it->get<double>()))
+    throw util::JsonFieldError(key, "\"" + key + "\" must be a number");
+  return it->get<double>();
+}
+
+}  // namespace
+
+void Runs::plan(const Request& r, const Respond& respond) {
+  nlohmann::json body = r.json_body();
+  if (!body.is_object()) return respond(Response::error(400, "expected a graph JSON object"));
+  PlanOptions options;
+  std::string device = "auto";
+  fs::path base_dir = graphs_dir_;
+  try {
+    const nlohmann::json po = body.contains("plan_options") ? body["plan_options"] : nlohmann::json::object();
+    if (!po.is_object()) throw util::JsonFieldError("plan_options", "\"plan_options\" must be an object");
+    if (const auto mb = number_field(po, "budget_mb")) {
+      if (*mb <= 0 || *mb > 1e9) throw util::JsonFieldError("budget_mb", "\"budget_mb\" must be in (0, 1e9]");
+      options.budget_bytes = static_cast<int64_t>(*mb * (1 << 20));
+      options.budget_source = "budget_mb";
+    }
+    if (const auto target = number_field(po, "target_effective_batch")) {
+      if (*target < 1 || *target > 1e9 || *target != std::floor(*target))
+        throw util::JsonFieldError("target_effective_batch", "\"target_effective_batch\" must be a whole number >= 1");
+      options.target_effective_batch = static_cast<int64_t>(*target);
+    }
+    if (const auto margin = number_field(po, "margin")) {
+      if (*margin < 0 || *margin > 10) throw util::JsonFieldError("margin", "\"margin\" must be in [0, 10]");
+      options.margin = *margin;
+    }
+    device = util::string_field(po, "device").value_or("auto");
+    if (const auto example = util::string_field(po, "example")) {
+      std::optional<fs::path> folder;
+      try {
+        folder = example_folder(files_.examples_dir, *example);
+      } catch (const std::invalid_argument&) {
+      }
+      if (!folder) return respond(Response::error(404, "Example not found: " + *example));
+      base_dir = *folder;
+    }
+  } catch (const util::JsonFieldError& e) {
+    return respond(Response::error(422, e.what()));
+  }
+  body.erase("plan_options");
+  if (!body.contains("name")) body["name"] = "editor";
+  graph::Graph g;
+  try {
+    g = graph::graph_from_json(body, "request");
+  } catch (const graph::GraphFormatError& e) {
+    return respond(Response::error(400, e.what()));
+  }
+  g.base_dir = base_dir;
+  try {
+    prepare(g, registry_);
+  } catch (const graph::ValidationError& e) {
+    std::string detail = "graph \"" + g.name + "\" is not valid:";
+    for (const auto& i : e.issues()) detail += "\n- " + i.message;
+    return respond(Response::error(422, detail));
+  }
+  const device::DeviceChoice choice = device::resolve_device(device, device::DeviceSource{g.name, "", "", "device"});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (planning_) return respond(Response::error(503, "a memory plan is already being made; try again when it ends"));
+    planning_ = true;
+  }
+  auto done = [this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    planning_ = false;
+  };
+  const bool pinned = device != "auto";
+  auto job = [this, g = std::move(g), options, choice, pinned, respond, done](const CancellationToken& token,
+                                                                     const std::string&) {
+    device::lower_compute_priority(runner_.run_priority.for_run(choice.device.is_cpu()));
+    RunSettings settings;
+    if (pinned) settings.device = choice.device.str();  // else each node's own device param, as the editor's runs
+    settings.base_dir = g.base_dir;
+    settings.files = files_.access;
+    settings.cancel = token;
+    try {
+      nlohmann::json answer = plan_memory(g, registry_, settings, options).to_json();
+      answer["warnings"] = choice.warnings;
+      done();
+      respond(Response::json(200, answer));
+    } catch (const Cancelled&) {
+      done();
+      respond(Response::error(503, "the memory plan was stopped"));
+      throw;
+    } catch (const InputError& e) {
+      done();
+      respond(Response::error(422, e.what()));
+    } catch (const std::exception& e) {
+      done();
+      respond(Response::error(500, std::string("the memory plan failed: ") + e.what()));
+      throw;
+    }
+  };
+  try {
+    queues_.submit(choice.device.str(), std::move(job), [respond, done](const std::string&) {
+      done();
+      respond(Response::error(503, "the memory plan was stopped before it started"));
+    });
+  } catch (const QueueFull& e) {
+    done();
+    return respond(Response::error(503, e.what()));
+  } catch (const std::invalid_argument& e) {
+    done();
+    return respond(Response::error(422, e.what()));
+  }
 }
 
 Response Runs::runs_list() const {

@@ -117,14 +117,17 @@ class Runs {
   void shutdown();
   RunQueues& queues() { return queues_; }
   const RunQueues& queues() const { return queues_; }
-  /// Adds POST /api/graph/run/{name}, GET /api/graph/contract/{name}, GET /api/runs, GET /api/runs/{run_id}
-  /// and POST /api/runs/{run_id}/stop.
+  /// Adds POST /api/graph/run/{name}, POST /api/graph/plan (a memory plan,
+  /// made on the device's queue like a run: one at a time, stoppable as a
+  /// run), GET /api/graph/contract/{name}, GET /api/runs, GET
+  /// /api/runs/{run_id} and POST /api/runs/{run_id}/stop.
   void add_routes(RouteTable& table);
 
  private:
   struct Record;
   class HeadlessRun;
   void run_graph(const std::string& name, const Request& r, const Respond& respond);
+  void plan(const Request& r, const Respond& respond);
   Response runs_list() const;
   Response run_info(const std::string& run_id) const;
   Response run_stop(const std::string& run_id);
@@ -137,6 +140,7 @@ class Runs {
   RunQueues queues_;
   mutable std::mutex mutex_;                                ///< guards records_ and what they hold
   std::map<std::string, std::shared_ptr<Record>> records_;  ///< headless runs, by run id
+  bool planning_ = false;                                   ///< a memory plan is queued or being made (one at a time)
 };
 
 }  // namespace codefy::server

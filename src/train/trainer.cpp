@@ -532,6 +532,7 @@ nlohmann::json TrainingRun::final_metrics(int64_t epochs_done) const {
       {"lr_history", lr_history_},
       {"skipped_steps", skipped_steps_},
       {"accumulate_steps", window_.accumulate_steps()},
+      {"train_samples", train_data_.dataset().size()},
       {"effective_batch_size", batch_size_ * window_.accumulate_steps() * world()},
       {"strategy", parallel_ ? "ddp" : "single"},
       {"world_size", world()},
