@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { forgetToken } from '../src/api/auth';
 import type { GraphJson, MemoryPlan, PlanResponse } from '../src/api/types';
-import { bestOption, measuredPeak, memoryBar, optionEdits, planKey } from '../src/graph/memoryPlan';
+import { bestOption, measuredPeak, memoryBar, optionEdits, planKey, suggestedOption } from '../src/graph/memoryPlan';
 import { useCatalogue } from '../src/store/catalogue';
 import { useDocument } from '../src/store/document';
 import { applyPlanOption, openGraph, resetEditorForTests, setParam } from '../src/store/editor';
@@ -34,6 +34,9 @@ describe('the bar', () => {
     expect(bar.usableAt).toBeCloseTo(1 / 1.1);
     expect(bar.measuredAt).toBeNull();
     expect(bar.over).toBe(false);
+    // The same parts as shares of the prediction alone.
+    expect(bar.composition.map((s) => s.start)).toEqual([0, 100 / 1640, 200 / 1640, 400 / 1640, 1000 / 1640]);
+    expect(bar.composition.reduce((a, s) => a + s.width, 0)).toBeCloseTo(1);
   });
 
   it('grows past the device’s memory when the prediction or the measure is larger, and leaves empty parts out', () => {
@@ -75,6 +78,9 @@ describe('the options', () => {
     expect(bestOption(tightPlan())).toMatchObject({ precision: 'bf16', micro_batch: 16, accumulate_steps: 2 });
     expect(bestOption(samplePlan())).toMatchObject({ precision: 'fp32', micro_batch: 32, accumulate_steps: 1 });
     expect(bestOption(samplePlan({ options: samplePlan().options.map((o) => ({ ...o, fits: false })) }))).toBeNull();
+    // Run's suggestion is never how the graph trains now.
+    expect(suggestedOption(samplePlan())).toMatchObject({ precision: 'bf16', micro_batch: 32, accumulate_steps: 1 });
+    expect(suggestedOption(tightPlan())).toEqual(bestOption(tightPlan()));
   });
 
   it('applying sets the batch source’s param, the steps and the precision; without a source only the same micro-batch', () => {

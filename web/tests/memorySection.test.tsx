@@ -71,6 +71,7 @@ describe('the Memory section', () => {
     expect(screen.getByTestId('memory-seg-optimizer').style.left).toBe('16.67%');
     expect(screen.getByTestId('memory-seg-activations').style.width).toBe('66.67%');
     expect(screen.queryByTestId('memory-seg-otherFixed')).toBeNull();
+    expect(screen.queryByTestId('memory-zoom')).toBeNull();
     expect(bar.querySelector('.memory-mark.available')).not.toBeNull();
     expect(screen.getByTestId('memory').textContent).toContain('8.0 GiB on cpu (available RAM (MemAvailable)); fits when the peak plus 10% fits');
     expect(screen.getByTestId('memory').textContent).toContain('now: fp32, micro-batch 32 × 1 steps = 32');
@@ -118,6 +119,10 @@ describe('the Memory section', () => {
     );
     expect(screen.getByTestId('memory-measured').textContent).toBe('measured 2.0 KiB beside predicted 1.6 KiB');
     expect(screen.getByTestId('memory-measured-mark').style.left).toBe('51.2%');
+    expect(screen.queryByTestId('memory-zoom')).toBeNull();
+    // A prediction too small to see on the device's scale is also drawn on its own.
+    act(() => givePlan(samplePlan()));
+    expect(screen.getByTestId('memory-zoom').querySelectorAll('.memory-seg')).toHaveLength(5);
   });
 
   it('a setting change after the plan marks it stale; a plan that left this node out says so', () => {

@@ -32,6 +32,8 @@ export interface MemoryBar {
   scaleBytes: number;
   /** The breakdown's parts, left to right (parts of 0 bytes left out). */
   segments: BarSegment[];
+  /** The same parts as fractions of the prediction alone: the breakdown enlarged, for a prediction too small on the device's scale. */
+  composition: BarSegment[];
   /** The prediction's end on the bar (the sum of the parts may differ slightly from it). */
   predictedAt: number;
   /** The device's memory's end on the bar (1 unless the prediction or the measure is over it); null when unknown. */
@@ -67,9 +69,11 @@ export function memoryBar(plan: MemoryPlan, margin: number, measured: number | n
     at += width;
   }
   const usable = available / (1 + Math.max(margin, 0));
+  const composition = segments.map((s) => ({ ...s, start: (s.start * scaleBytes) / sum, width: s.bytes / sum }));
   return {
     scaleBytes,
     segments,
+    composition,
     predictedAt: predicted / scaleBytes,
     availableAt: available ? available / scaleBytes : null,
     usableAt: available ? usable / scaleBytes : null,
@@ -106,6 +110,10 @@ export function bestOption(plan: MemoryPlan): PlanOption | null {
   }
   return best?.option ?? null;
 }
+
+/** The option to suggest instead of how the graph trains now (Run's warning): the best fitting one that differs; null when none. */
+export const suggestedOption = (plan: MemoryPlan): PlanOption | null =>
+  bestOption({ ...plan, options: plan.options.filter((o) => !isCurrentOption(plan, o)) });
 
 /** One param to set. */
 export interface ParamEdit {

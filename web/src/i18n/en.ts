@@ -406,6 +406,7 @@ export const en = {
   'plan.available': '{available} on {device} ({source}); fits when the peak plus {percent}% fits',
   'plan.measured': 'measured {measured} beside predicted {predicted}',
   'plan.measuredMark': 'measured peak',
+  'plan.zoom': 'the peak alone',
   'plan.marginMark': 'margin: the peak plus {percent}% must fit',
   'plan.segment.weights': 'weights',
   'plan.segment.gradients': 'gradients',

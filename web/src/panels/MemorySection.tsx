@@ -16,6 +16,8 @@ import { formatBytes } from '../store/serverRows';
 import '../styles/memory.css';
 
 const pct = (fraction: number) => `${(fraction * 100).toFixed(2)}%`;
+/** A prediction under this share of the bar is drawn a second time on its own, so its parts can be seen. */
+const ZOOM_BELOW = 0.1;
 
 /** The bar: the breakdown's parts left to right, the margin hatched, the device's end and the measured peak marked. */
 function MemoryBarView({ plan, margin, measured }: { plan: MemoryPlan; margin: number; measured: number | null }) {
@@ -61,6 +63,21 @@ function MemoryBarView({ plan, margin, measured }: { plan: MemoryPlan; margin: n
           />
         )}
       </div>
+      {bar.predictedAt < ZOOM_BELOW && bar.composition.length > 1 && (
+        <div className="memory-zoom" data-testid="memory-zoom">
+          <span className="muted">{t('plan.zoom')}</span>
+          <div className="memory-bar small">
+            {bar.composition.map((s) => (
+              <span
+                key={s.key}
+                className={`memory-seg seg-${s.key}`}
+                style={{ left: pct(s.start), width: pct(s.width) }}
+                title={`${t(`plan.segment.${s.key}`)}: ${formatBytes(s.bytes)}`}
+              />
+            ))}
+          </div>
+        </div>
+      )}
       <ul className="memory-legend">
         {SEGMENT_KEYS.map((key) => {
           const seg = bar.segments.find((s) => s.key === key);

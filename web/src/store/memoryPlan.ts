@@ -5,7 +5,7 @@
 import { create } from 'zustand';
 import * as api from '../api';
 import type { GraphJson, MemoryPlan, PlanOptions, PlanResponse } from '../api/types';
-import { bestOption, planKey } from '../graph/memoryPlan';
+import { planKey, suggestedOption } from '../graph/memoryPlan';
 import { t } from '../i18n';
 import { useDocument } from './document';
 import { describeError, useMessages, type NewMessage } from './messages';
@@ -83,7 +83,7 @@ export function noFitWarnings(plan: PlanResponse): NewMessage[] {
   return plan.plans
     .filter((p) => !p.fits)
     .map((p) => {
-      const best = bestOption(p);
+      const best = suggestedOption(p);
       const suggestion = best
         ? t('plan.suggest', {
             precision: best.precision,
