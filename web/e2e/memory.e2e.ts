@@ -50,12 +50,22 @@ test('Plan memory draws the prediction and the options; Apply is one undo step; 
   await setParam(page, 'train', 'epochs', '3');
   await setParam(page, 'train', 'early_stopping_patience', '0');
 
-  // Planning: the toolbar's action and the TrainingLoop's section say so while the server measures.
+  // Planning: the toolbar's action and the TrainingLoop's section say so while the server measures
+  // (the request waits for the screenshot before it goes to the server: the toy plan takes about a second).
+  let send = () => {};
+  const sent = new Promise<void>((resolve) => (send = resolve));
+  await page.route('**/api/graph/plan', async (route) => {
+    await sent;
+    await route.continue();
+  });
   await page.getByTestId('plan-memory').click();
-  await expect(page.getByTestId('plan-memory')).toBeDisabled();
-  await expect(page.getByTestId('side-panel')).toContainText('TrainingLoop');
-  await shot(page, 'memory-01-planning');
   const memory = page.getByTestId('memory');
+  await expect(page.getByTestId('plan-memory')).toBeDisabled();
+  await expect(page.getByTestId('plan-memory')).toHaveText('Planning…');
+  await expect(memory).toHaveAttribute('data-state', 'planning');
+  await expect(memory.getByRole('status')).toHaveText('Planning: training a few steps on cpu…');
+  await shot(page, 'memory-01-planning');
+  send();
   await expect(memory).toHaveAttribute('data-state', 'ready', { timeout: 90_000 });
   await shot(page, 'memory-02-plan');
 
