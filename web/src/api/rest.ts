@@ -6,6 +6,8 @@ import type {
   GraphJson,
   ModelFileEntry,
   NodeDefinition,
+  PlanOptions,
+  PlanResponse,
   SavedGraphEntry,
   TypesResponse,
   ValidateResponse,
@@ -62,6 +64,12 @@ export const listGraphs = () => get<SavedGraphEntry[]>('/api/graph/list');
 export const loadGraph = (name: string) => get<GraphJson>(`/api/graph/load/${encodeURIComponent(name)}`);
 export const listModels = () => get<ModelFileEntry[]>('/api/models');
 export const validateGraph = (graph: GraphJson) => post<ValidateResponse>('/api/graph/validate', graph);
+/**
+ * Plans each TrainingLoop's memory (the server trains a few steps to measure, so it takes seconds):
+ * the graph as validate takes it, with the planner's options beside it under `plan_options`.
+ */
+export const planGraph = (graph: GraphJson, options: PlanOptions) =>
+  post<PlanResponse>('/api/graph/plan', { ...graph, plan_options: options });
 
 /** The type rules, or null when this server does not have GET /api/types yet. */
 export async function getTypes(): Promise<TypesResponse | null> {

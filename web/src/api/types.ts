@@ -254,3 +254,88 @@ export interface ExecuteMessage extends GraphJson {
   /** The example the graph was opened from (Codefy's field): relative file paths resolve in its folder. */
   example?: string;
 }
+
+// ── POST /api/graph/plan (the memory planner) ────────────────────────────────
+
+/** What the plan request may add beside the graph, under `plan_options` (each optional). */
+export interface PlanOptions {
+  /** A memory budget in MiB instead of the device's available memory. */
+  budget_mb?: number;
+  /** The effective batch the options should keep (micro-batch × accumulate steps); default: the graph's. */
+  target_effective_batch?: number;
+  /** Headroom: a configuration fits when its peak × (1 + margin) fits (default 0.1). */
+  margin?: number;
+  /** The device to plan for: the editor's device menu ("auto": each node's own device param). */
+  device?: string;
+  /** The example the graph was opened from: its relative file paths resolve in the example's folder (as a run's). */
+  example?: string;
+}
+
+/** One measured training step of the planner: the peak at a micro-batch. */
+export interface PlanMeasurement {
+  micro_batch: number;
+  peak_bytes: number;
+}
+
+/** What the predicted peak is made of, in bytes. */
+export interface PlanBreakdown {
+  parameter_bytes: number;
+  gradient_bytes: number;
+  optimizer_state_bytes: number;
+  other_fixed_bytes: number;
+  activation_bytes: number;
+}
+
+/** Another way to train with the same (or the target) effective batch, and what it would need. */
+export interface PlanOption {
+  precision: string;
+  micro_batch: number;
+  accumulate_steps: number;
+  effective_batch: number;
+  predicted_peak_bytes: number;
+  fits: boolean;
+}
+
+/** The node and param that set the micro-batch (DataLoader.batch_size), which Apply changes. */
+export interface PlanBatchSource {
+  node_id: string;
+  node_type: string;
+  param: string;
+}
+
+/** One TrainingLoop's memory plan. */
+export interface MemoryPlan {
+  node_id: string;
+  node_type?: string;
+  device: string;
+  available_bytes: number;
+  /** Where `available_bytes` came from ("available RAM (MemAvailable)", "budget", …). */
+  available_source: string;
+  precision: string;
+  micro_batch: number;
+  accumulate_steps: number;
+  effective_batch: number;
+  world_size: number;
+  measured: PlanMeasurement[];
+  fixed_bytes: number;
+  per_sample_bytes: number;
+  /** The validation pass's peak when it is above training's (0: below); the prediction is at least this. */
+  validation_peak_bytes?: number;
+  predicted_peak_bytes: number;
+  fits: boolean;
+  /** The largest micro-batch that fits in the plan's precision (null: any). */
+  max_micro_batch: number | null;
+  breakdown: PlanBreakdown;
+  options: PlanOption[];
+  notes: string[];
+  /** The param Apply sets the micro-batch through; absent (or with an empty node_id) when none could be named. */
+  batch_source?: PlanBatchSource | null;
+}
+
+/** POST /api/graph/plan's answer: a plan per TrainingLoop, and whether all of them fit. */
+export interface PlanResponse {
+  plans: MemoryPlan[];
+  fits: boolean;
+  /** What choosing the device said (a device that is not there, and what was used instead). */
+  warnings?: string[];
+}

@@ -11,6 +11,7 @@ import { useCatalogue, useLocalizedDef, useLocalizedDefs } from '../store/catalo
 import { useDocument } from '../store/document';
 import { setParam } from '../store/editor';
 import { useRunSession, useShownRun } from '../store/runSession';
+import { MemorySection } from './MemorySection';
 import { MessageText } from './MessageText';
 import { InspectorSection } from '../inspector/Inspector';
 
@@ -95,6 +96,8 @@ export function SidePanel() {
           </AdvancedFold>
         </section>
       )}
+
+      {node.data.nodeType === 'TrainingLoop' && <MemorySection nodeId={node.id} />}
 
       <section className="side-ports">
         <h3>{t('side.ports')}</h3>

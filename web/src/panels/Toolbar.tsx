@@ -2,6 +2,7 @@ import { useRef, type ChangeEvent } from 'react';
 import type { DeviceEntry } from '../api/types';
 import { t, useT } from '../i18n';
 import { useCatalogue } from '../store/catalogue';
+import { useMemoryPlan } from '../store/memoryPlan';
 import { useDocument } from '../store/document';
 import { importFile, newGraph, saveGraph } from '../store/editor';
 import { usePanels } from '../store/panels';
@@ -51,6 +52,7 @@ export function Toolbar() {
   const theme = usePreferences((s) => s.theme);
   const canUndo = useDocument((s) => s.history.past.length > 0);
   const canRedo = useDocument((s) => s.history.future.length > 0);
+  const planning = useMemoryPlan((s) => s.planning !== null);
   const doc = useDocument.getState();
   const run = useRunSession.getState();
   const panels = usePanels.getState();
@@ -127,6 +129,16 @@ export function Toolbar() {
         </button>
         <button type="button" data-testid="validate" onClick={() => void run.validate()} disabled={status !== 'ready'}>
           {t('toolbar.validate')}
+        </button>
+        <button
+          type="button"
+          data-testid="plan-memory"
+          onClick={() => void useMemoryPlan.getState().planShown(true)}
+          disabled={status !== 'ready' || planning}
+          aria-busy={planning}
+          title={t('toolbar.planHint')}
+        >
+          {planning ? t('toolbar.planning') : t('toolbar.plan')}
         </button>
       </div>
       <span className="spacer" />

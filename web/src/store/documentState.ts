@@ -92,6 +92,8 @@ export interface EditActions {
   addNode(type: string, position: { x: number; y: number }, avoidOverlap?: boolean): string | null;
   /** Sets a param's value (editor.ts's setParam also clears the run's mark on it). */
   setParam(nodeId: string, name: string, value: unknown): void;
+  /** Sets several params, of one node or several, as one undo step (a memory plan's option applied). */
+  setParams(edits: readonly { nodeId: string; param: string; value: unknown }[]): void;
   select(nodeId: string | null): void;
   undo(): void;
   redo(): void;

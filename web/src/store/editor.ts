@@ -4,13 +4,16 @@
 // and this browser's drafts in step with the document, and resets every
 // store for tests.
 import * as api from '../api';
+import type { MemoryPlan, PlanOption } from '../api/types';
 import { anyOverlap, estimateSize } from '../graph/geometry';
 import { emptyGraph, GraphFileError, graphToFlow } from '../graph/graphJson';
+import { optionEdits } from '../graph/memoryPlan';
 import { nodeShape, sizeOf } from '../graph/placement';
 import { inWords, t } from '../i18n';
 import { initialCatalogue, useCatalogue } from './catalogue';
 import { initialDocument, isBlankDoc, useDocument } from './document';
 import { draftKey, keepDrafts, readDrafts, writeDraft } from './drafts';
+import { initialMemoryPlan, useMemoryPlan } from './memoryPlan';
 import { describeError, initialMessages, useMessages, type MessageLevel } from './messages';
 import { initialPanels, usePanels } from './panels';
 import { initialPreferences, usePreferences } from './preferences';
@@ -89,7 +92,10 @@ export async function openGraph(json: unknown, source: GraphSource, where: 'auto
   const doc = useDocument.getState();
   const runs = useRunSession.getState();
   const newTab = where === 'newTab' || !isBlankDoc(doc) || runs.runOf(doc.activeTab).phase !== 'idle';
-  if (!newTab) runs.resetRun(doc.activeTab);
+  if (!newTab) {
+    runs.resetRun(doc.activeTab);
+    useMemoryPlan.getState().forgetTab(doc.activeTab);
+  }
   doc.show(
     {
       meta: flow.meta,
@@ -206,6 +212,7 @@ export function closeTab(id: number): boolean {
   if (closing.unsaved) writeDraft(draftKey(closing.source), null);
   const last = doc.tabOrder.every((x) => x === id);
   runs.forgetTab(id);
+  useMemoryPlan.getState().forgetTab(id);
   doc.removeTab(id);
   // The last tab closes into a fresh graph.
   if (last) void newGraph();
@@ -217,6 +224,32 @@ export function setParam(nodeId: string, name: string, value: unknown): void {
   const doc = useDocument.getState();
   useRunSession.getState().clearParamIssue(doc.activeTab, nodeId, name);
   doc.setParam(nodeId, name, value);
+}
+
+/**
+ * Makes the graph train as a memory plan's option says, as one undo step: the batch source's
+ * param (DataLoader.batch_size) gets the micro-batch, the TrainingLoop its accumulation steps
+ * and precision. False when the option cannot be applied (no param sets the micro-batch).
+ */
+export function applyPlanOption(plan: MemoryPlan, option: PlanOption): boolean {
+  const edits = optionEdits(plan, option);
+  const doc = useDocument.getState();
+  if (!edits || !edits.every((e) => doc.nodes.some((n) => n.id === e.nodeId))) {
+    useMessages.getState().toast('warning', t('plan.applyNoSource'));
+    return false;
+  }
+  const runs = useRunSession.getState();
+  for (const e of edits) runs.clearParamIssue(doc.activeTab, e.nodeId, e.param);
+  doc.setParams(edits);
+  const text = t('plan.applied', {
+    node: plan.node_id,
+    precision: option.precision,
+    micro: option.micro_batch,
+    steps: option.accumulate_steps,
+  });
+  say('info', text);
+  useMessages.getState().toast('info', text);
+  return true;
 }
 
 /** The settings' default device (remembered in this browser); the shown graph follows it too. */
@@ -234,5 +267,6 @@ export function resetEditorForTests(): void {
   useMessages.setState(initialMessages());
   usePreferences.setState(initialPreferences());
   usePanels.setState(initialPanels());
+  useMemoryPlan.setState(initialMemoryPlan());
   drafts.cancel();
 }

@@ -33,6 +33,9 @@ function paramsChanged(a: readonly CodefyNode[], b: readonly CodefyNode[]): stri
 /** The shown graph with what placing and checking need from the catalogue. */
 const withDefs = (s: DocumentData) => ({ defs: useCatalogue.getState().defs, nodes: s.nodes, edges: s.edges });
 
+/** Counts setParams calls, so that each gets an undo tag no other edit has. */
+let paramsEdits = 0;
+
 export const editActions: StateCreator<DocumentState, [], [], EditActions> = (set, get) => {
   /** Shows an earlier or later version of the graph (undo, redo); its edited nodes run again. */
   const restore = (snap: GraphSnap, history: History<GraphSnap>) => {
@@ -146,6 +149,23 @@ export const editActions: StateCreator<DocumentState, [], [], EditActions> = (se
         changed: { ...s.changed, [nodeId]: true },
         unsaved: true,
       }));
+    },
+
+    setParams(edits) {
+      if (edits.length === 0) return;
+      set((s) => {
+        const changed = { ...s.changed };
+        const nodes = s.nodes.map((n) => {
+          const mine = edits.filter((e) => e.nodeId === n.id);
+          if (mine.length === 0) return n;
+          changed[n.id] = true;
+          const params = { ...n.data.params };
+          for (const e of mine) params[e.param] = e.value;
+          return { ...n, data: { ...n.data, params } };
+        });
+        // A tag of its own each time: two of these in quick succession are two undo steps.
+        return { ...recorded(s, `params:${++paramsEdits}`), nodes, changed, unsaved: true };
+      });
     },
 
     select(nodeId) {

@@ -10,6 +10,7 @@ import { issuesFromValidation } from '../graph/issues';
 import { t } from '../i18n';
 import { useDocument } from './document';
 import { recordOutputsFor } from './inspector';
+import { noFitWarnings, useMemoryPlan } from './memoryPlan';
 import { describeError, useMessages, type NewMessage } from './messages';
 import { usePanels } from './panels';
 import { idleRun, markIssues, reduceRun, settleRunning, startRun, type RunState } from './runReducer';
@@ -237,6 +238,14 @@ export const useRunSession = create<RunSessionState>()((set, get) => {
         ended(tab, 'error');
         toast('error', t('validate.refused', { count: verdict.errors.length }));
         return;
+      }
+      // A plan made for this very graph and device that predicts no fit: say so and what would
+      // fit before the run starts; the run still starts (the prediction may be wrong, or the person knows).
+      const plan = useMemoryPlan.getState().freshPlan(tab, graph, doc.device);
+      if (plan && !plan.response.fits) {
+        const warnings = noFitWarnings(plan.response);
+        useMessages.getState().sayAll(warnings);
+        for (const w of warnings) toast('warning', w.text);
       }
       const ws = socketNow();
       try {
