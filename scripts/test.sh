@@ -23,8 +23,11 @@ if [ "${1:-}" = "--sanitize" ]; then
   # Left to the normal ctest: ServerDdp.* and distributed_two_machines, whose
   # `codefy` ranks meet over Gloo within a timeout: under the sanitizers on a
   # busy machine a rank missed it (one run took 308 s, another failed "rank
-  # 1 never joined"), and the DDP code is no reader of outside input.
-  GTEST_FILTER='-ServerDdp.*' exec ctest --test-dir "$dir" --output-on-failure --parallel "$(nproc)" \
+  # 1 never joined"), and the DDP code is no reader of outside input. Also
+  # left out: the slow-reader test, which bounds how many progress frames a
+  # run sends in a wall-clock window (timing, not memory safety; it missed
+  # that window under the sanitizers on a busy machine).
+  GTEST_FILTER='-ServerDdp.*:ServerFixture.AClientThatReadsSlowlyMissesProgressButNeverTheRunsEnd' exec ctest --test-dir "$dir" --output-on-failure --parallel "$(nproc)" \
     -E '^distributed_two_machines$'
 fi
 scripts/setup.sh

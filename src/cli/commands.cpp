@@ -70,27 +70,6 @@ nlohmann::json write_artifacts(const PreparedGraph& prepared, const RunResult& r
   return written;
 }
 
-/// The numbers a reader wants at the end, from the nodes whose definitions
-/// report results: a node's JSON metrics whole (training), else its scalar
-/// outputs (evaluation).
-nlohmann::json results_json(const PreparedGraph& prepared, const RunResult& result) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [id, outputs] : result.outputs) {
-    const auto* spec = prepared.graph.node(id);
-    const graph::NodeDef* def = spec ? nodes::builtin().find(spec->type) : nullptr;
-    if (!def || !def->reports_results) continue;
-    if (auto m = outputs.find("metrics"); m != outputs.end()) {
-      if (const auto* metrics = std::get_if<nlohmann::json>(&m->second)) j[id] = *metrics;
-      continue;
-    }
-    nlohmann::json e;
-    for (const auto& [port, v] : outputs)
-      if (const auto* d = std::get_if<double>(&v)) e[port] = *d;
-    j[id] = e;
-  }
-  return j;
-}
-
 void print_results(const nlohmann::json& results) {
   for (auto it = results.begin(); it != results.end(); ++it) {
     std::printf("%s:\n", it.key().c_str());
@@ -354,53 +333,11 @@ void join_world(const distributed::WorldInfo& world, const RunCommand& cmd, RunS
   settings.data_parallel = std::make_shared<distributed::ProcessGroup>(world, options);
 }
 
-/// The highest peak per device: the counted CPU peak of any node, and each
-/// training node's peak per device.
-nlohmann::json peak_memory_json(const RunResult& result, const nlohmann::json& results) {
-  nlohmann::json peak = nlohmann::json::object();
-  auto raise = [&](const std::string& device, int64_t bytes) {
-    if (!peak.contains(device) || peak[device].get<int64_t>() < bytes) peak[device] = bytes;
-  };
-  for (const auto& [id, bytes] : result.peak_cpu_bytes) raise("cpu", bytes);
-  for (const auto& [id, metrics] : results.items())
-    if (metrics.is_object() && metrics.contains("peak_memory_bytes") && metrics["peak_memory_bytes"].is_object())
-      for (const auto& [device, bytes] : metrics["peak_memory_bytes"].items())
-        if (bytes.is_number_integer()) raise(device, bytes.get<int64_t>());
-  return peak;
-}
-
-/// The run history's record of a run about to start from the command line.
-store::RunRecord cli_record(const RunCommand& cmd, const PreparedGraph& prepared, const nlohmann::json& snapshot,
-                            int world_size, int threads) {
-  store::RunRecord r;
-  r.id = store::new_run_id();
-  r.graph_name = prepared.graph.name;
-  r.graph = snapshot;
-  r.seed = cmd.seed;
-  r.source = "cli";
-  r.world_size = world_size;
-  r.threads = threads;
-  std::set<std::string> devices;
-  for (const auto& n : prepared.graph.nodes) {
-    const graph::NodeDef* def = nodes::builtin().find(n.type);
-    if (!def || def->memory_hints.precision_param.empty()) continue;
-    const auto p = n.params.find(def->memory_hints.precision_param);
-    r.precision_requested = p != n.params.end() && p->is_string() ? p->get<std::string>() : std::string("fp32");
-    r.precision_used = r.precision_requested;
-    const auto d = n.params.find("device");
-    devices.insert(!cmd.device.empty()                     ? cmd.device
-                   : d != n.params.end() && d->is_string() ? d->get<std::string>()
-                                                           : std::string("auto"));
-  }
-  r.devices = devices;
-  return r;
-}
-
 /// A run that ended well: its pictures as files, its results printed (a JSON line with --json).
 void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result, Printer& printer,
                       RunRecorder* recorder) {
   const nlohmann::json artifacts = write_artifacts(prepared, result, cmd.out_dir, printer);
-  const auto results = results_json(prepared, result);
+  const auto results = results_json(prepared, result, nodes::builtin());
   if (recorder) recorder->finish("completed", std::nullopt, results, peak_memory_json(result, results), artifacts);
   if (cmd.json) {
     printer.emit_json({{"event", "execution_complete"},
@@ -537,8 +474,10 @@ int run_graph(const RunCommand& cmd) {
     try {
       auto store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
                                                      store::Retention::from_env());
-      recorder = std::make_unique<RunRecorder>(
-          store, cli_record(cmd, prepared, snapshot, world ? world->world_size : 1, threads), &printer, say);
+      store::RunRecord record =
+          run_record(prepared, nodes::builtin(), snapshot, "cli", cmd.seed, cmd.device, world ? world->world_size : 1);
+      record.threads = threads;
+      recorder = std::make_unique<RunRecorder>(store, std::move(record), &printer, say);
       if (recorder->recording()) settings.observer = recorder.get();
       if (cmd.json)
         printer.emit_json(

@@ -3,6 +3,7 @@
 #include "util/random.h"
 
 #include <cstdio>
+#include <set>
 
 namespace codefy {
 
@@ -10,9 +11,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 /// At most one transaction this often while training.
 constexpr std::chrono::milliseconds kFlushEvery{500};
@@ -23,6 +22,63 @@ std::string graph_hash(const nlohmann::json& graph) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(util::fnv1a(graph.dump())));
   return hex;
+}
+
+store::RunRecord run_record(const PreparedGraph& prepared, const graph::NodeCatalog& catalog,
+                            const nlohmann::json& snapshot, const std::string& source, uint64_t seed,
+                            const std::string& device_override, int world_size) {
+  store::RunRecord r;
+  r.id = store::new_run_id();
+  r.graph_name = prepared.graph.name;
+  r.graph = snapshot;
+  r.seed = seed;
+  r.source = source;
+  r.world_size = world_size;
+  std::set<std::string> devices;
+  for (const auto& n : prepared.graph.nodes) {
+    const graph::NodeDef* def = catalog.find(n.type);
+    if (!def || def->memory_hints.precision_param.empty()) continue;
+    const auto p = n.params.find(def->memory_hints.precision_param);
+    r.precision_requested = p != n.params.end() && p->is_string() ? p->get<std::string>() : std::string("fp32");
+    r.precision_used = r.precision_requested;
+    const auto d = n.params.find("device");
+    devices.insert(!device_override.empty()                ? device_override
+                   : d != n.params.end() && d->is_string() ? d->get<std::string>()
+                                                           : std::string("auto"));
+  }
+  r.devices = devices;
+  return r;
+}
+
+nlohmann::json results_json(const PreparedGraph& prepared, const RunResult& result, const graph::NodeCatalog& catalog) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [id, outputs] : result.outputs) {
+    const auto* spec = prepared.graph.node(id);
+    const graph::NodeDef* def = spec ? catalog.find(spec->type) : nullptr;
+    if (!def || !def->reports_results) continue;
+    if (auto m = outputs.find("metrics"); m != outputs.end()) {
+      if (const auto* metrics = std::get_if<nlohmann::json>(&m->second)) j[id] = *metrics;
+      continue;
+    }
+    nlohmann::json e;
+    for (const auto& [port, v] : outputs)
+      if (const auto* d = std::get_if<double>(&v)) e[port] = *d;
+    j[id] = e;
+  }
+  return j;
+}
+
+nlohmann::json peak_memory_json(const RunResult& result, const nlohmann::json& results) {
+  nlohmann::json peak = nlohmann::json::object();
+  auto raise = [&](const std::string& device, int64_t bytes) {
+    if (!peak.contains(device) || peak[device].get<int64_t>() < bytes) peak[device] = bytes;
+  };
+  for (const auto& [id, bytes] : result.peak_cpu_bytes) raise("cpu", bytes);
+  for (const auto& [id, metrics] : results.items())
+    if (metrics.is_object() && metrics.contains("peak_memory_bytes") && metrics["peak_memory_bytes"].is_object())
+      for (const auto& [device, bytes] : metrics["peak_memory_bytes"].items())
+        if (bytes.is_number_integer()) raise(device, bytes.get<int64_t>());
+  return peak;
 }
 
 RunRecorder::RunRecorder(std::shared_ptr<store::RunStore> store, store::RunRecord run, Observer* next,
@@ -74,8 +130,7 @@ void RunRecorder::on_progress(const NodeRef& n, const nlohmann::json& e) {
   const std::string kind = e.value("event", "");
   const double t = unix_now();
   auto add = [&](const char* name, const char* key, int64_t step) {
-    if (auto it = e.find(key); it != e.end() && it->is_number())
-      pending_.push_back({name, step, it->get<double>(), t});
+    if (auto it = e.find(key); it != e.end() && it->is_number()) pending_.push_back({name, step, it->get<double>(), t});
   };
   if (kind == "config") {
     guarded([&] { store_->set_config(run_.id, e.value("config", nlohmann::json::object())); });
@@ -107,9 +162,8 @@ void RunRecorder::on_image(const NodeRef& n, const std::string& png) {
   if (next_) next_->on_image(n, png);
 }
 
-void RunRecorder::finish(const std::string& status, const std::optional<RunError>& error,
-                         const nlohmann::json& results, const nlohmann::json& peak_memory,
-                         const nlohmann::json& artifacts) {
+void RunRecorder::finish(const std::string& status, const std::optional<RunError>& error, const nlohmann::json& results,
+                         const nlohmann::json& peak_memory, const nlohmann::json& artifacts) {
   finished_ = true;
   run_.status = status;
   run_.error = error ? error->to_json() : nlohmann::json();

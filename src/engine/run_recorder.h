@@ -7,6 +7,7 @@
 #pragma once
 
 #include "engine/events.h"
+#include "engine/executor.h"
 #include "engine/run_error.h"
 #include "store/run_store.h"
 
@@ -58,6 +59,23 @@ class RunRecorder : public Observer {
   nlohmann::json timings_ = nlohmann::json::object();
   bool finished_ = false;
 };
+
+/// The history's record of a run about to start: the graph snapshot, seed,
+/// source ("cli", "editor", "codefyui", "api"), and from the training nodes
+/// the precision asked for and the devices (`device_override` when the whole
+/// run is pinned to one); a fresh id.
+store::RunRecord run_record(const PreparedGraph& prepared, const graph::NodeCatalog& catalog,
+                            const nlohmann::json& snapshot, const std::string& source, uint64_t seed,
+                            const std::string& device_override, int world_size);
+
+/// The numbers a reader wants at the end, from the nodes whose definitions
+/// report results: a node's JSON metrics whole (training), else its scalar
+/// outputs (evaluation).
+nlohmann::json results_json(const PreparedGraph& prepared, const RunResult& result, const graph::NodeCatalog& catalog);
+
+/// The highest peak per device: the counted CPU peak of any node, and each
+/// training node's peak per device (from `results`).
+nlohmann::json peak_memory_json(const RunResult& result, const nlohmann::json& results);
 
 /// A graph's hash for the run history: fnv1a-64 of its compact JSON, 16 hex digits.
 std::string graph_hash(const nlohmann::json& graph);

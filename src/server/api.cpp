@@ -39,8 +39,15 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   if (!options_.examples_dir.empty()) roots.push_back({options_.examples_dir, false, "the examples"});
   if (!options_.datasets_dir.empty()) roots.push_back({options_.datasets_dir, false, "the packaged data sets"});
   for (const auto& dir : options_.allowed_paths) roots.push_back({dir, true, "the allowed folder"});
-  RunFiles files{std::make_shared<const util::FileAccess>(std::move(roots)), options_.examples_dir,
+  RunFiles files{std::make_shared<const util::FileAccess>(std::move(roots)), nullptr, options_.examples_dir,
                  options_.data_dir / "outputs"};
+  // The run history, shared with `codefy run`; runs whose process died are
+  // marked interrupted as it opens. One that cannot be opened is said once.
+  try {
+    files.history = std::make_shared<store::RunStore>(options_.data_dir / "runs.db", store::Retention::from_env());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "codefy serve: runs will not be recorded in the run history: %s\n", e.what());
+  }
   runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir, options_.max_queued_runs,
                                  std::move(files), options_.runner);
   ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir,

@@ -7,6 +7,7 @@
 #include "engine/errors.h"
 #include "engine/graph_contract.h"
 #include "engine/memory_plan.h"
+#include "engine/run_recorder.h"
 #include "engine/value.h"
 #include "graph/graph.h"
 #include "graph/validate.h"
@@ -246,6 +247,19 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
     }
     settings.cancel = token;
     settings.observer = listener.get();
+    // Recorded in the run history under the queue's run id, in front of the listener.
+    std::unique_ptr<RunRecorder> recorder;
+    if (files_.history) {
+      store::RunRecord record = run_record(*request.graph, registry_, request.graph->graph.raw, request.source,
+                                           request.seed, request.pin_nodes_to_device ? request.device : "",
+                                           rank_devices.empty() ? 1 : static_cast<int>(rank_devices.size()));
+      record.id = run_id;
+      record.threads = at::get_num_threads();
+      recorder = std::make_unique<RunRecorder>(
+          files_.history, std::move(record), listener.get(),
+          [](const std::string& m) { std::fprintf(stderr, "codefy serve: %s\n", m.c_str()); });
+      if (recorder->recording()) settings.observer = recorder.get();
+    }
     settings.cache = request.cache;
     settings.force_rerun = request.force_rerun;
     if (request.keep_state) {  // modules carry over between runs of this scope
@@ -288,6 +302,15 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
       }
     }
     ranks.reset();
+    if (recorder) {
+      const nlohmann::json results =
+          result && !outcome.error ? results_json(*request.graph, *result, registry_) : nlohmann::json::object();
+      const std::string status = outcome.status() == "ok"        ? "completed"
+                                 : outcome.status() == "stopped" ? "stopped"
+                                                                 : "failed";
+      recorder->finish(status, outcome.error, results,
+                       result ? peak_memory_json(*result, results) : nlohmann::json::object(), nlohmann::json::array());
+    }
     try {
       listener->on_run_end(run_id, outcome);
     } catch (const std::exception&) {
@@ -380,6 +403,7 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
   run.device = choice.device.str();
   run.pin_nodes_to_device = true;
   run.base_dir = run.graph->graph.base_dir;
+  run.source = "api";
   auto record = std::make_shared<Record>();
   record->graph = name;
   record->device = run.device;
@@ -533,7 +557,26 @@ Response Runs::runs_list() const {
 
 Response Runs::run_info(const std::string& run_id) const {
   const auto info = queues_.info(run_id);
-  if (!info) return Response::error(404, "Run '" + run_id + "' not found");
+  if (!info) {  // one the queue forgot (an earlier server, or long ago): the run history's record
+    std::optional<store::RunRecord> r;
+    if (files_.history) try {
+        r = files_.history->get(run_id);
+      } catch (const std::exception&) {
+      }
+    if (!r) return Response::error(404, "Run '" + run_id + "' not found");
+    return Response::json(200, {{"run_id", r->id},
+                                {"device", r->devices.empty() ? nlohmann::json() : r->devices[0]},
+                                {"status", r->status},
+                                {"graph", r->graph_name},
+                                {"source", r->source},
+                                {"seconds", r->duration_s},
+                                {"started_at", r->started_at},
+                                {"ended_at", r->ended_at},
+                                {"metrics", r->final_metrics},
+                                {"peak_memory", r->peak_memory},
+                                {"error", r->error.is_object() ? r->error.value("message", "") : ""},
+                                {"from_history", true}});
+  }
   nlohmann::json j = {{"run_id", info->id},
                       {"device", info->device},
                       {"worker", info->queue},

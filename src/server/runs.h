@@ -11,6 +11,7 @@
 #include "engine/run_error.h"
 #include "server/routes.h"
 #include "server/run_queue.h"
+#include "store/run_store.h"
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,8 @@ struct RunRequest {
   /// Keep the run's outputs for the inspector, under `outputs_id` ("": the run's id).
   bool record_outputs = false;
   std::string outputs_id;
+  /// Who asked, for the run history: "editor", "codefyui" or "api".
+  std::string source = "editor";
 };
 
 /// How a run ended; the same shape whoever started it.
@@ -86,6 +89,8 @@ class RunListener : public Observer {
 /// `outputs_dir`/<the example's folder> instead.
 struct RunFiles {
   std::shared_ptr<const util::FileAccess> access;
+  /// The run history every run is recorded in (null: none).
+  std::shared_ptr<store::RunStore> history;
   std::filesystem::path examples_dir;
   std::filesystem::path outputs_dir;
 };

@@ -43,9 +43,7 @@ ALTER TABLE runs ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
 )sql";
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string this_host() {
   char name[256] = {};
@@ -404,8 +402,9 @@ int RunStore::mark_interrupted() {
                 "UPDATE runs SET status = 'interrupted', ended_at = COALESCE((SELECT MAX(t) FROM series WHERE "
                 "run_id = ?1), started_at), error = ?2 WHERE id = ?1 AND status IN ('running', 'queued')");
     u.bind(1, id).bind(2, json{{"kind", "interrupted"},
-                              {"message", "the process writing this run ended without finishing it (killed or "
-                                          "crashed); its series stop at the last flush"}});
+                               {"message",
+                                "the process writing this run ended without finishing it (killed or "
+                                "crashed); its series stop at the last flush"}});
     u.step();
   }
   return static_cast<int>(dead.size());

@@ -43,9 +43,9 @@ struct RunRecord {
   int64_t micro_batch = 0, accumulate_steps = 0, effective_batch = 0, world_size = 1, threads = 0;
   /// "queued", "running", "completed", "failed", "stopped", "interrupted".
   std::string status = "running";
-  nlohmann::json error;          ///< the RunError's JSON (the out-of-memory report among them), null when none
-  double started_at = 0;         ///< Unix seconds
-  double ended_at = 0;           ///< 0 while it runs
+  nlohmann::json error;   ///< the RunError's JSON (the out-of-memory report among them), null when none
+  double started_at = 0;  ///< Unix seconds
+  double ended_at = 0;    ///< 0 while it runs
   double duration_s = 0;
   nlohmann::json node_timings;   ///< {node id: seconds}
   nlohmann::json final_metrics;  ///< {node id: metrics}

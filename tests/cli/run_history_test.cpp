@@ -3,11 +3,11 @@
 // middle of a run leaves it interrupted with its series so far; two runs
 // writing at once both land; an unwritable store is said once and the run
 // goes on; --no-record keeps nothing; `codefy runs` lists, shows and deletes.
-#include "store/run_store.h"
 #include "../common/test_support.h"
+#include "store/run_store.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
