@@ -14,6 +14,7 @@
 #include "server/graph_routes.h"
 #include "server/inspector.h"
 #include "util/file_access.h"
+#include "util/list.h"
 
 #include <algorithm>
 #include <chrono>
@@ -22,6 +23,7 @@
 #include <exception>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -345,7 +347,11 @@ void Runs::add_routes(RouteTable& table) {
       return Response::error(500, e.what());
     }
   });
-  table.add("GET", "/api/runs", [this](const Request&, const PathParams&) { return runs_list(); });
+  table.add("GET", "/api/runs", [this](const Request& r, const PathParams&) { return runs_list(r); });
+  table.add("GET", "/api/runs/{run_id}/series",
+            [this](const Request& r, const PathParams& p) { return run_series(p.at("run_id"), r); });
+  table.add("DELETE", "/api/runs/{run_id}",
+            [this](const Request&, const PathParams& p) { return run_delete(p.at("run_id")); });
   table.add("GET", "/api/runs/{run_id}",
             [this](const Request&, const PathParams& p) { return run_info(p.at("run_id")); });
   table.add("POST", "/api/runs/{run_id}/stop",
@@ -544,15 +550,110 @@ void Runs::plan(const Request& r, const Respond& respond) {
   }
 }
 
-Response Runs::runs_list() const {
+namespace {
+
+/// A query parameter as a whole number within [lo, hi]; `fallback` when absent.
+int64_t query_int(const Request& r, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
+  const auto it = r.query.find(key);
+  if (it == r.query.end() || it->second.empty()) return fallback;
+  char* end = nullptr;
+  const long long v = std::strtoll(it->second.c_str(), &end, 10);
+  if (*end != '\0' || v < lo || v > hi)
+    throw util::JsonFieldError(key, "\"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
+                                        std::to_string(hi) + ", got \"" + it->second + "\"");
+  return v;
+}
+
+std::string query_text(const Request& r, const std::string& key) {
+  const auto it = r.query.find(key);
+  return it == r.query.end() ? std::string() : it->second;
+}
+
+nlohmann::json history_entry(const store::RunRecord& r) {
+  return {{"run_id", r.id},
+          {"device", r.devices.empty() ? nlohmann::json() : r.devices[0]},
+          {"status", r.status},
+          {"graph", r.graph_name},
+          {"source", r.source},
+          {"precision", r.precision_used},
+          {"effective_batch", r.effective_batch},
+          {"started_at", r.started_at},
+          {"ended_at", r.ended_at},
+          {"seconds", r.duration_s},
+          {"from_history", true}};
+}
+
+}  // namespace
+
+Response Runs::runs_list(const Request& r) const {
+  // The queue's runs (queued, running, and those it still remembers); with
+  // history=1 then the run history's, newest first, filtered by graph,
+  // status and source and paged by a cursor (the Server panel asks for the
+  // queue alone).
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& i : queues_.runs())
+  std::set<std::string> listed;
+  for (const auto& i : queues_.runs()) {
     a.push_back({{"run_id", i.id},
                  {"device", i.device},
                  {"worker", i.queue},
                  {"status", to_string(i.state)},
                  {"position", i.position}});
-  return Response::json(200, {{"runs", a}});
+    listed.insert(i.id);
+  }
+  nlohmann::json answer = {{"runs", a}, {"next_cursor", nullptr}};
+  if (!files_.history || query_text(r, "history") != "1") return Response::json(200, answer);
+  store::RunFilter f;
+  try {
+    f.limit = static_cast<size_t>(query_int(r, "limit", 50, 1, 1000));
+    const std::string cursor = query_text(r, "cursor");
+    if (!cursor.empty()) {
+      char* end = nullptr;
+      f.before = std::strtod(cursor.c_str(), &end);
+      if (*end != '\0' || !std::isfinite(f.before))
+        throw util::JsonFieldError("cursor", "\"cursor\" is not one this server gave");
+    }
+  } catch (const util::JsonFieldError& e) {
+    return Response::error(422, e.what());
+  }
+  f.graph = query_text(r, "graph");
+  f.status = query_text(r, "status");
+  f.source = query_text(r, "source");
+  try {
+    const auto history = files_.history->list(f);
+    for (const auto& h : history)
+      if (!listed.count(h.id)) answer["runs"].push_back(history_entry(h));
+    if (history.size() == f.limit) {
+      char cursor[64];
+      std::snprintf(cursor, sizeof cursor, "%.6f", history.back().started_at);
+      answer["next_cursor"] = cursor;
+    }
+  } catch (const std::exception& e) {
+    answer["history_error"] = e.what();
+  }
+  return Response::json(200, answer);
+}
+
+Response Runs::run_series(const std::string& run_id, const Request& r) const {
+  if (!files_.history) return Response::error(404, "no run history on this server");
+  size_t points = 0;
+  try {
+    points = static_cast<size_t>(query_int(r, "points", 0, 0, 100000));
+  } catch (const util::JsonFieldError& e) {
+    return Response::error(422, e.what());
+  }
+  const std::vector<std::string> names = util::split_list(query_text(r, "names"));
+  if (!files_.history->get(run_id)) return Response::error(404, "Run '" + run_id + "' not found");
+  nlohmann::json series = nlohmann::json::object();
+  for (const auto& p : files_.history->series(run_id, names, points)) series[p.name].push_back({p.step, p.value});
+  return Response::json(200, {{"run_id", run_id}, {"series", series}});
+}
+
+Response Runs::run_delete(const std::string& run_id) {
+  if (const auto info = queues_.info(run_id);
+      info && (info->state == RunState::kQueued || info->state == RunState::kRunning))
+    return Response::error(409, "Run '" + run_id + "' is " + to_string(info->state) + ": stop it first");
+  if (!files_.history || !files_.history->remove(run_id)) return Response::error(404, "Run '" + run_id + "' not found");
+  return Response::json(200, {{"deleted", run_id}});
 }
 
 Response Runs::run_info(const std::string& run_id) const {

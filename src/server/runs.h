@@ -133,7 +133,9 @@ class Runs {
   class HeadlessRun;
   void run_graph(const std::string& name, const Request& r, const Respond& respond);
   void plan(const Request& r, const Respond& respond);
-  Response runs_list() const;
+  Response runs_list(const Request& r) const;
+  Response run_series(const std::string& run_id, const Request& r) const;
+  Response run_delete(const std::string& run_id);
   Response run_info(const std::string& run_id) const;
   Response run_stop(const std::string& run_id);
 

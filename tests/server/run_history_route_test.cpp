@@ -35,6 +35,53 @@ TEST_F(ServerRunHistory, Issue30_ARunIsStillThereWithItsMetricsAfterARestart) {
   EXPECT_EQ(r->seed, 4u);
   EXPECT_EQ(history.series(id, {"epoch_loss"}).size(), 3u);
   EXPECT_EQ(get("/api/runs/no-such-run").status, 404);
+
+  // Listed with the queue's runs, filtered, its series thinned, then deleted.
+  const Reply list = get("/api/runs?history=1&graph=history&status=completed");
+  ASSERT_EQ(list.status, 200) << list.body;
+  ASSERT_EQ(list.json["runs"].size(), 1u) << list.body;
+  EXPECT_EQ(list.json["runs"][0]["run_id"], id);
+  EXPECT_EQ(list.json["runs"][0]["source"], "api");
+  EXPECT_TRUE(get("/api/runs?history=1&graph=other").json["runs"].empty());
+  EXPECT_EQ(get("/api/runs?history=1&limit=0").status, 422);
+  const Reply series = get("/api/runs/" + id + "/series?names=epoch_loss,val_loss&points=2");
+  ASSERT_EQ(series.status, 200) << series.body;
+  ASSERT_EQ(series.json["series"]["epoch_loss"].size(), 2u) << series.body;  // epochs 1 and 3
+  EXPECT_EQ(series.json["series"]["epoch_loss"][0][0], 1);
+  EXPECT_EQ(series.json["series"]["epoch_loss"][1][0], 3);
+  EXPECT_FALSE(series.json["series"].contains("lr"));
+  EXPECT_EQ(request(http::verb::delete_, "/api/runs/" + id).status, 200);
+  EXPECT_EQ(get("/api/runs/" + id).status, 404);
+  EXPECT_EQ(request(http::verb::delete_, "/api/runs/" + id).status, 404);
+}
+
+TEST_F(ServerRunHistory, Issue30_PagesOfTheHistoryFollowTheCursorNewestFirst) {
+  {
+    store::RunStore history(dir_.path() / "runs.db");
+    for (int i = 0; i < 5; ++i) {
+      store::RunRecord r;
+      r.id = "old-" + std::to_string(i);
+      r.graph_name = "g";
+      r.graph = {{"name", "g"}};
+      r.source = "cli";
+      r.started_at = 1000.0 + i;
+      history.begin_run(r);
+      r.status = "completed";
+      r.ended_at = 2000;
+      history.finish_run(r);
+    }
+  }
+  std::vector<std::string> seen;
+  std::string cursor;
+  for (int page = 0; page < 5; ++page) {
+    const Reply r = get("/api/runs?history=1&limit=2" + (cursor.empty() ? std::string() : "&cursor=" + cursor));
+    ASSERT_EQ(r.status, 200) << r.body;
+    for (const auto& run : r.json["runs"]) seen.push_back(run["run_id"]);
+    if (r.json["next_cursor"].is_null()) break;
+    cursor = r.json["next_cursor"];
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"old-4", "old-3", "old-2", "old-1", "old-0"}));
+  EXPECT_TRUE(get("/api/runs").json["runs"].empty());  // the queue alone unless history=1
 }
 
 }  // namespace
