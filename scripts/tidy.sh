@@ -12,7 +12,7 @@ command -v "$tidy" >/dev/null || tidy=clang-tidy
 # gcc's precompiled header and its flags mean nothing to clang: the header's
 # text is included instead.
 mkdir -p build/tidy
-sed -e 's/-include [^ ]*cmake_pch.hxx/-include src\/pch.h/g' -e 's/-fno-fat-lto-objects//g' \
+sed -e "s|-include [^ ]*cmake_pch.hxx|-include $PWD/src/pch.h|g" -e 's/-fno-fat-lto-objects//g' \
   -e 's/-Winvalid-pch//g' build/compile_commands.json >build/tidy/compile_commands.json
 # The libraries are unity builds: their units are build/CMakeFiles/*/Unity/*.cxx,
 # which include the sources (reported through HeaderFilterRegex).

@@ -626,7 +626,7 @@ int serve(const ServeCommand& cmd) {
     }
     std::random_device rd;
     char hex[65];
-    for (int i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
+    for (size_t i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
     options.token = hex;
     // For scripts on this machine, as CodefyUI's session.token: owner-only, new at every start.
     const auto token_file = std::filesystem::path(cmd.data_dir) / "session.token";

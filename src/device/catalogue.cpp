@@ -63,6 +63,7 @@ std::vector<DeviceEntry> device_catalogue(const DeviceProbe& probe) {
   if (count > 0) {
     const int current = probe.cuda_current() >= 0 && probe.cuda_current() < count ? probe.cuda_current() : 0;
     std::vector<CudaCard> cards;
+    cards.reserve(static_cast<size_t>(count));
     for (int i = 0; i < count; ++i) cards.push_back(probe.cuda_card(i));
     const CudaCard& cur = cards[static_cast<size_t>(current)];
     out.push_back(

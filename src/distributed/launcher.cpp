@@ -161,6 +161,7 @@ RankProcesses::RankProcesses(const WorldEnv& world, const std::vector<RankComman
     if (!c.report_path.empty()) env.push_back("CODEFY_RANK_REPORT=" + c.report_path);
     env.push_back("CODEFY_DIST_TIMEOUT_S=" + std::to_string(world.timeout.count()));
     std::vector<char*> envp;
+    envp.reserve(env.size() + 1);
     for (auto& kv : env) envp.push_back(kv.data());
     envp.push_back(nullptr);
     std::vector<char*> argv;
@@ -298,6 +299,7 @@ LaunchResult launch_ranks(const LaunchOptions& o) {
     where = "rendezvous on " + o.master_addr + ":" + std::to_string(o.master_port);
   }
   std::vector<RankCommand> commands;
+  commands.reserve(static_cast<size_t>(o.nproc_per_node));  // >= 1, checked above
   for (int local = 0; local < o.nproc_per_node; ++local)
     commands.push_back({o.node_rank * o.nproc_per_node + local, local, o.argv, "", "", ""});
   RankProcesses ranks(world, commands);

@@ -79,7 +79,7 @@ std::optional<WorldInfo> WorldInfo::from_env() {
   if (const char* a = std::getenv("MASTER_ADDR"); a && *a) w.master_addr = a;
   if (const char* f = std::getenv("CODEFY_RENDEZVOUS_FILE"); f && *f) w.store_file = f;
   w.master_port = static_cast<uint16_t>(env_int("MASTER_PORT", 1, 65535).value_or(w.master_port));
-  if (const auto t = env_int("CODEFY_DIST_TIMEOUT_S", 1, 7 * 24 * 3600)) w.timeout = std::chrono::seconds(*t);
+  if (const auto t = env_int("CODEFY_DIST_TIMEOUT_S", 1, int64_t{7} * 24 * 3600)) w.timeout = std::chrono::seconds(*t);
   return w;
 }
 

@@ -48,9 +48,7 @@ std::string check_param_value(const ParamDef& def, const json& v) {
   std::optional<double> number;
   switch (def.type) {
     case ParamType::kInt:
-      if (v.is_number_integer()) {
-        number = v.get<double>();
-      } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) {
+      if (v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())) {
         number = v.get<double>();
       } else {
         return "expected an integer, got " + describe(v);

@@ -55,6 +55,7 @@ std::vector<SpecPort> read_ports(const json& node, const std::string& id, const 
   }
   if (out.size() > 1) {
     std::vector<std::string> names;
+    names.reserve(out.size());
     for (const auto& p : out) names.push_back(p.name);
     throw LayerSpecError(id, type, "ports",
                          "has " + std::to_string(out.size()) + " ports (" + quoted_list(names) +
@@ -335,6 +336,7 @@ Wiring connect_layers(const LayerGraph& graph) {
     } else if (find_layer_def(node.type) != nullptr) {
       if (inputs.size() != 1) {
         std::vector<std::string> sources;
+        sources.reserve(inputs.size());
         for (size_t s : inputs) sources.push_back(graph.nodes[s].id);
         throw LayerSpecError(node.id, node.type, "",
                              inputs.empty()

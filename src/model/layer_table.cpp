@@ -26,7 +26,7 @@ namespace {
 
 template <class Holder>
 BuiltLayer wrap(Holder holder) {
-  auto impl = holder.ptr();
+  const auto& impl = holder.ptr();
   return {impl, [impl](const Tensor& x) { return impl->forward(x); }};
 }
 
@@ -103,7 +103,7 @@ BuiltLayer build_max_pool2d(const LayerParams& p) {
   if (!window_max_pool_options(o)) return wrap(pool);
   // Non-overlapping windows over a channels-last CPU input (what
   // SequentialModel gives a pooling layer) take the single-pass loops.
-  auto impl = pool.ptr();
+  const auto& impl = pool.ptr();
   const int64_t k = (*o.kernel_size())[0];
   const bool ceil_mode = o.ceil_mode();
   return {impl, [impl, k, ceil_mode](const Tensor& x) {

@@ -209,6 +209,7 @@ void register_csv_reader(NodeRegistry& r) {
           }
         }
         std::vector<std::string> names;
+        names.reserve(features.size());
         for (size_t c : features) names.push_back(header[c]);
         return ValueMap{{"tensor", x}, {"labels", to_list(labels)}, {"columns", to_list(names)}};
       },
@@ -414,6 +415,7 @@ void register_train_test_split(NodeRegistry& r) {
         };
         auto pick = [&](const std::vector<int64_t>& idx) {
           std::vector<std::string> out;
+          out.reserve(idx.size());
           for (int64_t i : idx) out.push_back(labels[i]);
           return to_list(out);
         };

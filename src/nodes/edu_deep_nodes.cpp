@@ -282,7 +282,7 @@ void register_layer_norm(NodeRegistry& r) {
     const auto affine_in = [&](const std::string& port, bool ones) {
       const auto on_x = torch::TensorOptions().dtype(torch::kFloat32).device(x.device());
       if (!ctx.has_input(port)) return ones ? torch::ones({D}, on_x) : torch::zeros({D}, on_x);
-      const Tensor v = float_in(ctx, port).to(x.device());
+      Tensor v = float_in(ctx, port).to(x.device());
       if (v.dim() != 1 || v.size(0) != D)
         NodeContext::fail_input(port, "EduLayerNorm: " + port + " must have shape [" + std::to_string(D) +
                                           "] to match x's last dim (x shape " + shape_text(x.sizes()) + "); got " +

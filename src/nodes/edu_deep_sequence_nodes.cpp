@@ -53,7 +53,7 @@ AttentionProjImpl& kept_projections(const NodeContext& ctx, int64_t embed_dim, b
 /// An attention input: [seq, D] or [seq, batch, D] with D = embed_dim.
 Tensor attention_input(const NodeContext& ctx, const std::string& port, const std::string& node, int64_t embed_dim,
                        const std::string& what) {
-  const Tensor x = float_in(ctx, port);
+  Tensor x = float_in(ctx, port);
   if (x.dim() == 0 || x.size(-1) != embed_dim)
     NodeContext::fail_input(port, node + ": " + what + " last dim " +
                                       (x.dim() ? std::to_string(x.size(-1)) : std::string("(none)")) + " of shape " +

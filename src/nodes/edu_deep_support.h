@@ -112,7 +112,7 @@ inline nlohmann::json list_through(const NodeContext& ctx, const std::string& po
 /// A [seq, seq] (or [q, k]) boolean mask input; True blocks a position.
 inline Tensor mask_input(const NodeContext& ctx, int64_t rows, int64_t cols, const std::string& node,
                          const std::string& expected) {
-  const Tensor m = tensor_input(ctx, "mask").to(torch::kBool);
+  Tensor m = tensor_input(ctx, "mask").to(torch::kBool);
   if (m.dim() != 2 || m.size(0) != rows || m.size(1) != cols)
     NodeContext::fail_input("mask", node + ": mask shape " + shape_text(m.sizes()) + " doesn't match " + expected);
   return m;
@@ -122,7 +122,7 @@ inline Tensor mask_input(const NodeContext& ctx, int64_t rows, int64_t cols, con
 /// its one-tensor forward is never called by these nodes.
 template <class Holder>
 model::BuiltLayer as_built(Holder holder) {
-  auto impl = holder.ptr();
+  const auto& impl = holder.ptr();
   return {impl, [](const Tensor& x) { return x; }};
 }
 

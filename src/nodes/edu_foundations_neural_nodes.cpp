@@ -52,9 +52,9 @@ void register_ffn(NodeRegistry& r) {
           if (x.size(-1) != embed_dim)
             bad_input("tensor", "last dim " + num(x.size(-1)) + " of shape " + shape_of(x) +
                                     " does not match embed_dim=" + num(embed_dim));
-          if (static_cast<double>(x.numel() / std::max<int64_t>(1, embed_dim)) * static_cast<double>(hidden_dim) >
-              static_cast<double>(kMaxElements))
-            bad_param("hidden_dim", "hidden activations of " + num(x.numel() / embed_dim) + " positions x hidden_dim " +
+          const int64_t positions = x.numel() / embed_dim;  // exact: the last dim is embed_dim (>= 1)
+          if (static_cast<double>(positions) * static_cast<double>(hidden_dim) > static_cast<double>(kMaxElements))
+            bad_param("hidden_dim", "hidden activations of " + num(positions) + " positions x hidden_dim " +
                                         num(hidden_dim) + " for input " + shape_of(x) + " are too many (at most 2^28)");
           const std::string activation = ctx.param_string("activation");
           if (activation != "relu" && activation != "gelu")

@@ -518,6 +518,7 @@ void register_logistic_regression(NodeRegistry& r) {
           std::map<std::string, int64_t> index;
           for (size_t c = 0; c < classes.size(); ++c) index[classes[c]] = static_cast<int64_t>(c);
           std::vector<int64_t> y;
+          y.reserve(labels.size());
           for (const auto& l : labels) y.push_back(index[l]);
           const Tensor y_idx = torch::tensor(y, torch::kInt64);
           const int64_t n_features = x_train.size(1), n_classes = static_cast<int64_t>(classes.size());

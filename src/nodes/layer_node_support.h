@@ -55,7 +55,7 @@ model::BuiltLayer table_layer(const char* type, const nlohmann::json& params);
 
 template <class Holder>
 model::BuiltLayer built(Holder holder) {
-  auto impl = holder.ptr();
+  const auto& impl = holder.ptr();
   return {impl, [impl](const Tensor& x) { return impl->forward(x); }};
 }
 

@@ -105,7 +105,7 @@ void register_multi_head_attention(NodeRegistry& r) {
         NodeContext::fail_param("num_heads", "embed_dim (" + std::to_string(dim) +
                                                  ") must be divisible by num_heads (" + std::to_string(heads) + ")");
       auto mha = torch::nn::MultiheadAttention(torch::nn::MultiheadAttentionOptions(dim, heads));
-      auto impl = mha.ptr();  // the one-tensor forward is self-attention
+      const auto& impl = mha.ptr();  // the one-tensor forward is self-attention
       return model::BuiltLayer{impl, [impl](const Tensor& t) { return std::get<0>(impl->forward(t, t, t)); }};
     });
     ready(*layer, q, false);
@@ -184,7 +184,7 @@ void register_transformer_decoder(NodeRegistry& r) {
       auto decoder = torch::nn::TransformerDecoder(torch::nn::TransformerDecoderOptions(
           transformer_layer<torch::nn::TransformerDecoderLayerOptions>(ctx), int_at_least(ctx, "num_layers", 1)));
       // The one-tensor forward attends to itself; the node passes the memory.
-      auto impl = decoder.ptr();
+      const auto& impl = decoder.ptr();
       return model::BuiltLayer{impl, [impl](const Tensor& t) { return impl->forward(t, t); }};
     });
     ready(*layer, x, false);
@@ -223,7 +223,7 @@ void register_moe_layer(NodeRegistry& r) {
       // CodefyUI seeds the global RNG with the node's `seed` and builds in PyTorch's order.
       torch::manual_seed(static_cast<uint64_t>(ctx.param_int("seed")));
       auto moe = model::MixtureOfExperts(experts, top_k, hidden, inner);
-      auto impl = moe.ptr();
+      const auto& impl = moe.ptr();
       return model::BuiltLayer{impl, [impl](const Tensor& t) { return std::get<0>(impl->forward(t)); }};
     });
     ready(*layer, x, false);
@@ -275,12 +275,12 @@ void register_recurrent(NodeRegistry& r, const char* name, const char* descripti
                                      .num_layers(layers)
                                      .batch_first(batch_first)
                                      .bidirectional(bidirectional));
-        auto impl = m.ptr();
+        const auto& impl = m.ptr();
         return model::BuiltLayer{impl, [impl](const Tensor& t) { return std::get<0>(impl->forward(t)); }};
       }
       auto m = torch::nn::GRU(
           torch::nn::GRUOptions(in, hidden).num_layers(layers).batch_first(batch_first).bidirectional(bidirectional));
-      auto impl = m.ptr();
+      const auto& impl = m.ptr();
       return model::BuiltLayer{impl, [impl](const Tensor& t) { return std::get<0>(impl->forward(t)); }};
     });
     ready(*layer, x, false);

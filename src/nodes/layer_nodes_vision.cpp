@@ -225,6 +225,7 @@ void register_activation(NodeRegistry& r) {
       {"elu", "ELU"},   {"gelu", "GELU"},       {"silu", "SiLU"},           {"mish", "Mish"},
       {"selu", "SELU"}, {"softmax", "Softmax"}, {"hardswish", "Hardswish"}, {"prelu", "PReLU"}};
   std::vector<std::string> options;
+  options.reserve(kFunctions.size());
   for (const auto& f : kFunctions) options.push_back(f.first);
   graph::NodeDef d{"Activation",
                    "CNN",

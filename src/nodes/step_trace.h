@@ -25,11 +25,11 @@ class StepRecorder {
   bool on() const { return on_; }
 
   void record(const std::string& name, const std::string& description,
-              std::vector<std::pair<std::string, torch::Tensor>> tensors,
+              const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
               nlohmann::json scalars = nlohmann::json::object()) {
     if (!on_) return;
     nlohmann::json names = nlohmann::json::array();
-    for (auto& [tensor_name, t] : tensors) {
+    for (const auto& [tensor_name, t] : tensors) {
       names.push_back(tensor_name);
       outputs_[step_port(steps_, tensor_name)] = t.detach().clone();
     }

@@ -89,6 +89,7 @@ void draw_legend(const std::vector<std::string>& names) {
     texts.push_back(plplot_text(names[i]));
   }
   std::vector<const char*> text_ptrs;
+  text_ptrs.reserve(texts.size());
   for (const auto& t : texts) text_ptrs.push_back(t.c_str());
   PLFLT width = 0, height = 0;
   plwidth(1.0);

@@ -65,7 +65,7 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   add_preset_routes(routes_, registry_);
   std::random_device rd;
   char hex[33];
-  for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
+  for (size_t i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
   boot_id_ = hex;
 }
 
@@ -124,7 +124,7 @@ void Api::add_server_routes() {
   });
 }
 
-void Api::handle(const Request& r, Respond respond) {
+void Api::handle(const Request& r, const Respond& respond) {
   try {
     if (auto denied = check_access(r)) return respond(*denied);
     if (auto answer = preflight(r)) return respond(*answer);

@@ -85,7 +85,7 @@ class Api {
 
   /// Answers a request, now or later (runs answer when they end). `respond`
   /// is called exactly once, from any thread.
-  void handle(const Request& request, Respond respond);
+  void handle(const Request& request, const Respond& respond);
   /// Whether the route for `method` on `path` takes its body spooled to disk
   /// (an upload); the server asks once it has the header.
   bool streams_body(const std::string& method, const std::string& path) const;

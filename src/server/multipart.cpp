@@ -118,7 +118,7 @@ std::vector<FormPart> parse_form(const std::string& content_type, const BodySour
   while (!body.starts_with_at(pos, "--")) {
     if (!body.starts_with_at(pos, "\r\n")) throw bad();
     const size_t header_end = body.find("\r\n\r\n", pos + 2);
-    if (header_end == std::string::npos || header_end - pos > 64 * 1024) throw bad();
+    if (header_end == std::string::npos || header_end - pos > size_t{64} * 1024) throw bad();
     // The part ends at CRLF--boundary followed by CRLF or "--" (a longer line
     // that merely starts with the boundary is data).
     size_t next = header_end + 4;

@@ -19,7 +19,7 @@ struct Field {
   bool required;
 };
 
-json message(const char* type, std::vector<Field> fields) {
+json message(const char* type, const std::vector<Field>& fields) {
   json properties = {{"type", {{"const", type}}}};
   json required = json::array({"type"});
   for (const Field& f : fields) {

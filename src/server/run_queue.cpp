@@ -92,6 +92,7 @@ std::vector<WorkerSpec> make_workers(const std::vector<std::string>& specs, cons
 namespace {
 std::vector<WorkerSpec> one_worker_each(const std::vector<std::string>& devices) {
   std::vector<WorkerSpec> w;
+  w.reserve(devices.size());
   for (const auto& d : devices) w.push_back({d, {d}});
   return w;
 }

@@ -275,14 +275,14 @@ torch::Tensor read_idx_file(const fs::path& path) {
     throw std::runtime_error("not an idx file (magic " + hex32(magic) +
                              ", expected 0x00000801 or 0x00000803): " + path.string());
   }
-  const int ndims = header[3];
+  const size_t ndims = header[3];
   std::vector<int64_t> dims(ndims);
   unsigned char dim_bytes[4 * 3];
-  if (reader.read(dim_bytes, 4 * ndims) < static_cast<size_t>(4 * ndims)) {
+  if (reader.read(dim_bytes, 4 * ndims) < 4 * ndims) {
     throw std::runtime_error("truncated idx file (incomplete dimensions): " + path.string());
   }
   uint64_t numel = 1;
-  for (int d = 0; d < ndims; ++d) {
+  for (size_t d = 0; d < ndims; ++d) {
     dims[d] = read_be32(dim_bytes + 4 * d);
     numel *= static_cast<uint64_t>(dims[d]);
     // Guards the allocation against a corrupt header (real files are < 50 MB).

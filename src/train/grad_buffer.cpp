@@ -25,6 +25,7 @@ torch::Tensor global_norm(const std::vector<torch::Tensor>& grads) {
   if (squares.empty()) return torch::zeros({});
   if (squares.size() == 1) return squares.front().sqrt();
   std::vector<torch::Tensor> on_first;  // buffers may live on several devices
+  on_first.reserve(squares.size());
   for (auto& s : squares) on_first.push_back(s.to(squares.front().device()));
   return torch::stack(on_first).sum().sqrt();
 }
@@ -38,6 +39,7 @@ void scale_by_clip_coefficient(const std::vector<torch::Tensor>& grads, const to
 
 std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& parameters) {
   std::vector<torch::Tensor> grads;
+  grads.reserve(parameters.size());
   for (const auto& p : parameters) grads.push_back(p.grad());
   return grads;
 }

@@ -615,7 +615,7 @@ void check_zip_sizes(const std::string& bytes, const std::string& source) {
         if (end - e - 4 < len) break;
         if (id == 1) {
           size_t f = e + 4;
-          const size_t needed = 8 * ((size == k32) + (compressed == k32) + (offset32 == k32));
+          const size_t needed = size_t{8} * ((size == k32) + (compressed == k32) + (offset32 == k32));
           if (len < needed) break;
           if (size == k32) {
             size = zip_le(bytes, f, 8);
