@@ -235,6 +235,9 @@ void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, cons
     std::printf("Done in %.1f s\n", result.seconds);
     if (recorder && recorder->recording())
       std::printf("Recorded as run %s (codefy runs show %s)\n", recorder->run_id().c_str(), recorder->run_id().c_str());
+    if (recorder && !recorder->tensorboard_file().empty())
+      std::printf("TensorBoard: %s (tensorboard --logdir %s)\n", recorder->tensorboard_file().c_str(),
+                  cmd.tensorboard_dir.c_str());
   }
 }
 
@@ -349,27 +352,28 @@ int run_graph(const RunCommand& cmd) {
   // The run history (rank 0 or a lone process): a store that cannot be
   // opened is said once and the run goes on unrecorded.
   std::unique_ptr<RunRecorder> recorder;
-  if (!quiet && !cmd.no_record) {
+  if (!quiet && (!cmd.no_record || !cmd.tensorboard_dir.empty())) {
     auto say = [&](const std::string& m) {
       if (cmd.json)
         printer.emit_json({{"event", "warning"}, {"message", m}});
       else
         std::fprintf(stderr, "warning: %s\n", m.c_str());
     };
-    try {
-      auto store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
-                                                     store::Retention::from_env());
-      store::RunRecord record =
-          run_record(prepared, nodes::builtin(), snapshot, "cli", cmd.seed, cmd.device, world ? world->world_size : 1);
-      record.threads = threads;
-      recorder = std::make_unique<RunRecorder>(store, std::move(record), &printer, say);
-      if (recorder->recording()) settings.observer = recorder.get();
-      if (cmd.json)
-        printer.emit_json(
-            {{"event", "run_recorded"}, {"run_id", recorder->run_id()}, {"store", store->path().string()}});
-    } catch (const std::exception& e) {
-      say(std::string("this run is not being recorded in the run history: ") + e.what());
-    }
+    std::shared_ptr<store::RunStore> store;
+    if (!cmd.no_record) try {
+        store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
+                                                  store::Retention::from_env());
+      } catch (const std::exception& e) {
+        say(std::string("this run is not being recorded in the run history: ") + e.what());
+      }
+    store::RunRecord record =
+        run_record(prepared, nodes::builtin(), snapshot, "cli", cmd.seed, cmd.device, world ? world->world_size : 1);
+    record.threads = threads;
+    recorder = std::make_unique<RunRecorder>(store, std::move(record), &printer, say);
+    if (!cmd.tensorboard_dir.empty()) recorder->write_tensorboard(cmd.tensorboard_dir);
+    if (recorder->active()) settings.observer = recorder.get();
+    if (cmd.json && recorder->recording())
+      printer.emit_json({{"event", "run_recorded"}, {"run_id", recorder->run_id()}, {"store", store->path().string()}});
   }
   auto record_end = [&](const std::string& status, const std::optional<RunError>& error) {
     if (recorder)
@@ -466,6 +470,7 @@ int serve(const ServeCommand& cmd) {
   device::configure_threads();
   server::ApiOptions options;
   options.data_dir = cmd.data_dir;
+  options.tensorboard_dir = cmd.tensorboard_dir;
   options.examples_dir = cmd.examples_dir;
   options.allowed_paths.assign(cmd.allowed_paths.begin(), cmd.allowed_paths.end());
   options.web_dir = cmd.web_dir.empty() ? find_web_dir() : std::filesystem::path(cmd.web_dir);

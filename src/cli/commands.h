@@ -36,6 +36,8 @@ struct RunCommand {
   /// The run history lives in `<data_dir>/runs.db` (serve's folder by default); no_record: not kept.
   std::string data_dir = "codefy-data";
   bool no_record = false;
+  /// Also write the run for TensorBoard under this folder (<dir>/<run id>/events.out.tfevents...); empty: not.
+  std::string tensorboard_dir;
 };
 
 struct PlanCommand {
@@ -66,6 +68,8 @@ struct ServeCommand {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
   std::string data_dir = "codefy-data";
+  /// Every run also written for TensorBoard under this folder; empty: not.
+  std::string tensorboard_dir;
   std::string examples_dir = "examples";
   /// Folders graphs' nodes may read and write besides the data folder.
   std::vector<std::string> allowed_paths;

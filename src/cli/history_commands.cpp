@@ -109,8 +109,8 @@ std::optional<store::RunRecord> find_run(const store::RunStore& runs, const std:
 int export_run(const store::RunStore& runs, const RunsCommand& cmd) {
   const auto r = find_run(runs, cmd.id);
   if (!r) return kExitUsage;
-  if (cmd.csv_path.empty()) {
-    std::fprintf(stderr, "error: runs export needs --csv FILE\n");
+  if (cmd.csv_path.empty() && cmd.tensorboard_dir.empty()) {
+    std::fprintf(stderr, "error: runs export needs --csv FILE or --tensorboard DIR\n");
     return kExitUsage;
   }
   const auto points = runs.series(r->id);
@@ -119,6 +119,7 @@ int export_run(const store::RunStore& runs, const RunsCommand& cmd) {
     util::write_file_atomic(cmd.csv_path, store::series_csv(points));
     written["csv"] = cmd.csv_path;
   }
+  if (!cmd.tensorboard_dir.empty()) written["tensorboard"] = store::write_tensorboard(*r, points, cmd.tensorboard_dir);
   if (cmd.json)
     std::printf("%s\n", nlohmann::json{{"run", r->id}, {"points", points.size()}, {"written", written}}.dump().c_str());
   else

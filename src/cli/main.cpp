@@ -51,6 +51,9 @@ CLI::App* add_run_command(CLI::App& app, RunCommand& run) {
   run_cmd->add_option("--data-dir", run.data_dir, "Where the run history is kept (runs.db; serve's data folder)")
       ->capture_default_str();
   run_cmd->add_flag("--no-record", run.no_record, "Do not keep this run in the run history");
+  run_cmd->add_option("--tensorboard", run.tensorboard_dir,
+                      "DIR: also write the run as TensorBoard reads it, in DIR/<run id> (scalars while it runs, "
+                      "hparams and final metrics at its end)");
   run_cmd
       ->add_option("--dist-timeout", run.dist_timeout_s,
                    "Seconds a rank waits for the others (rendezvous, all-reduce) before it fails")
@@ -105,9 +108,11 @@ CLI::App* add_runs_command(CLI::App& app, RunsCommand& runs) {
   compare->add_option("ids", runs.ids, "Two or more run ids")->required()->expected(2, 20);
   compare->callback([&runs] { runs.action = "compare"; });
   compare->fallthrough();
-  auto* exp = cmd->add_subcommand("export", "Write a run's series as CSV (--csv FILE)");
+  auto* exp =
+      cmd->add_subcommand("export", "Write a run's series as CSV (--csv FILE) or for TensorBoard (--tensorboard DIR)");
   exp->add_option("id", runs.id, "Run id")->required();
   exp->add_option("--csv", runs.csv_path, "The series as CSV: series,step,value,time");
+  exp->add_option("--tensorboard", runs.tensorboard_dir, "DIR: an event file in DIR/<run id>, as TensorBoard reads it");
   exp->callback([&runs] { runs.action = "export"; });
   exp->fallthrough();
   auto* del = cmd->add_subcommand("delete", "Delete one run and its series");
@@ -123,6 +128,8 @@ CLI::App* add_serve_command(CLI::App& app, ServeCommand& serve_opts) {
   serve_cmd->add_option("--host", serve_opts.host, "Address to listen on")->capture_default_str();
   serve_cmd->add_option("--port", serve_opts.port, "Port (0: any free one)")->capture_default_str();
   serve_cmd->add_option("--data-dir", serve_opts.data_dir, "Saved graphs and model files")->capture_default_str();
+  serve_cmd->add_option("--tensorboard", serve_opts.tensorboard_dir,
+                        "DIR: also write every run as TensorBoard reads it, in DIR/<run id>");
   serve_cmd->add_option("--examples-dir", serve_opts.examples_dir, "Example graphs to offer")->capture_default_str();
   serve_cmd->add_option("--allow-path", serve_opts.allowed_paths,
                         "DIR: a folder graphs' nodes may read and write besides the data folder (repeatable; "

@@ -87,12 +87,35 @@ RunRecorder::RunRecorder(std::shared_ptr<store::RunStore> store, store::RunRecor
   if (!warn_) warn_ = [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); };
   started_ = last_flush_ = Clock::now();
   if (run_.graph_hash.empty()) run_.graph_hash = graph_hash(run_.graph);
+  if (run_.started_at == 0) run_.started_at = unix_now();
   guarded([&] { store_->begin_run(run_); });
 }
 
 RunRecorder::~RunRecorder() {
   // Ended without finish(): an exception nobody reported. The series so far stay.
-  if (!finished_) guarded([&] { flush(); });
+  if (!finished_) flush();
+}
+
+void RunRecorder::write_tensorboard(const std::filesystem::path& dir) {
+  try {
+    tensorboard_ = std::make_unique<store::TensorBoardRun>(dir / run_.id, run_);
+  } catch (const std::exception& e) {
+    warn_(std::string("this run is not being written for TensorBoard: ") + e.what());
+  }
+}
+
+std::filesystem::path RunRecorder::tensorboard_file() const {
+  return tensorboard_ ? tensorboard_->path() : std::filesystem::path();
+}
+
+void RunRecorder::tensorboard_guarded(const std::function<void()>& write) {
+  if (!tensorboard_) return;
+  try {
+    write();
+  } catch (const std::exception& e) {
+    tensorboard_.reset();
+    warn_(std::string("this run is no longer being written for TensorBoard: ") + e.what());
+  }
 }
 
 void RunRecorder::guarded(const std::function<void()>& write) {
@@ -107,8 +130,9 @@ void RunRecorder::guarded(const std::function<void()>& write) {
 }
 
 void RunRecorder::flush() {
-  if (!store_ || pending_.empty()) return;
-  store_->append_series(run_.id, pending_);
+  if (pending_.empty()) return;
+  guarded([&] { store_->append_series(run_.id, pending_); });
+  tensorboard_guarded([&] { tensorboard_->add(pending_); });
   pending_.clear();
   last_flush_ = Clock::now();
 }
@@ -126,21 +150,22 @@ void RunRecorder::on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::j
 
 void RunRecorder::on_progress(const NodeRef& n, const nlohmann::json& e) {
   if (next_) next_->on_progress(n, e);
-  if (!store_) return;
+  if (!active()) return;
   const std::string kind = e.value("event", "");
   const double t = unix_now();
   auto add = [&](const char* name, const char* key, int64_t step) {
     if (auto it = e.find(key); it != e.end() && it->is_number()) pending_.push_back({name, step, it->get<double>(), t});
   };
   if (kind == "config") {
-    guarded([&] { store_->set_config(run_.id, e.value("config", nlohmann::json::object())); });
+    run_.config = e.value("config", nlohmann::json::object());
+    guarded([&] { store_->set_config(run_.id, run_.config); });
   } else if (kind == "batch") {  // sampled: the trainer sends one per progress interval
     const int64_t step = e.value("step", int64_t{0});
     add("loss", "loss", step);
     add("lr", "lr", step);
     add("grad_norm", "grad_norm", step);
     add("samples_per_s", "samples_per_s", step);
-    if (Clock::now() - last_flush_ >= kFlushEvery) guarded([&] { flush(); });
+    if (Clock::now() - last_flush_ >= kFlushEvery) flush();
   } else if (kind == "epoch") {
     const int64_t epoch = e.value("epoch", int64_t{0});
     add("epoch_loss", "loss", epoch);
@@ -148,7 +173,7 @@ void RunRecorder::on_progress(const NodeRef& n, const nlohmann::json& e) {
     add("val_accuracy", "val_accuracy", epoch);
     add("epoch_seconds", "seconds", epoch);
     add("epoch_lr", "lr", epoch);
-    guarded([&] { flush(); });
+    flush();
   }
 }
 
@@ -172,10 +197,10 @@ void RunRecorder::finish(const std::string& status, const std::optional<RunError
   run_.artifacts = artifacts;
   run_.node_timings = timings_;
   run_.duration_s = std::chrono::duration<double>(Clock::now() - started_).count();
-  guarded([&] {
-    flush();
-    store_->finish_run(run_);
-  });
+  run_.ended_at = run_.started_at + run_.duration_s;
+  flush();
+  guarded([&] { store_->finish_run(run_); });
+  tensorboard_guarded([&] { tensorboard_->finish(run_); });
 }
 
 }  // namespace codefy

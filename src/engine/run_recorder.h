@@ -4,12 +4,15 @@
 // written in batches (one transaction at most every half second, and at each
 // epoch's end) so recording never holds training up. A store that fails
 // (read-only folder, full disk) is said once and the run goes on unrecorded.
+// The same batches can go to a TensorBoard event file as well (or instead:
+// the store may be null), which TensorBoard then shows while the run goes on.
 #pragma once
 
 #include "engine/events.h"
 #include "engine/executor.h"
 #include "engine/run_error.h"
 #include "store/run_store.h"
+#include "store/run_views.h"
 
 #include <chrono>
 #include <functional>
@@ -23,14 +26,23 @@ namespace codefy {
 class RunRecorder : public Observer {
  public:
   /// Starts recording `run` (its id, graph, seed, source, ... filled in) in
-  /// `store`; events go on to `next` (may be null). `warn` hears the one
-  /// message when recording stops working (default: stderr).
+  /// `store` (null: none); events go on to `next` (may be null). `warn` hears
+  /// the one message when recording stops working (default: stderr).
   RunRecorder(std::shared_ptr<store::RunStore> store, store::RunRecord run, Observer* next,
               std::function<void(const std::string&)> warn = {});
   ~RunRecorder() override;
 
   const std::string& run_id() const { return run_.id; }
+  /// The run is being kept in the store.
   bool recording() const { return store_ != nullptr; }
+  /// The run is being kept somewhere (the store or a TensorBoard file): the recorder should hear its events.
+  bool active() const { return store_ != nullptr || tensorboard_ != nullptr; }
+
+  /// Also writes the run as TensorBoard reads it, into `dir`/<run id>; a
+  /// folder that cannot be written is said once and the run goes on.
+  void write_tensorboard(const std::filesystem::path& dir);
+  /// The TensorBoard event file being written; empty when none.
+  std::filesystem::path tensorboard_file() const;
 
   void on_node_entry(const NodeRef& n) override;
   void on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::json& detail) override;
@@ -48,8 +60,11 @@ class RunRecorder : public Observer {
   void flush();
   /// Runs a store call; on failure says why once and stops recording.
   void guarded(const std::function<void()>& write);
+  /// Runs a TensorBoard write; on failure says why once and stops writing there.
+  void tensorboard_guarded(const std::function<void()>& write);
 
   std::shared_ptr<store::RunStore> store_;
+  std::unique_ptr<store::TensorBoardRun> tensorboard_;
   store::RunRecord run_;
   Observer* next_;
   std::function<void(const std::string&)> warn_;

@@ -48,6 +48,7 @@ Api::Api(ApiOptions options, const NodeRegistry& registry) : options_(std::move(
   } catch (const std::exception& e) {
     std::fprintf(stderr, "codefy serve: runs will not be recorded in the run history: %s\n", e.what());
   }
+  files.tensorboard_dir = options_.tensorboard_dir;
   runs_ = std::make_unique<Runs>(options_.workers, registry_, *inspector_, graphs_dir, options_.max_queued_runs,
                                  std::move(files), options_.runner);
   ws_ = std::make_unique<WsExecution>(*runs_, registry_, options_.stores.execution_cache, graphs_dir,

@@ -44,6 +44,8 @@ std::vector<std::string> parse_cors_origins(const std::string& value);
 
 struct ApiOptions {
   std::filesystem::path data_dir;
+  /// Every run also written for TensorBoard under this folder (<dir>/<run id>); empty: not.
+  std::filesystem::path tensorboard_dir;
   /// Example graphs (`<category>/<name>/graph.json`), served read-only; empty: none.
   std::filesystem::path examples_dir;
   /// Folders nodes may read and write besides the data folder (`--allow-path`).

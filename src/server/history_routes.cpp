@@ -134,7 +134,6 @@ Response Runs::run_delete(const std::string& run_id) {
   return Response::json(200, {{"deleted", run_id}});
 }
 
-
 Response Runs::run_compare(const Request& r) const {
   if (!files_.history) return Response::error(404, "no run history on this server");
   const std::vector<std::string> ids = util::split_list(query_text(r, "ids"));

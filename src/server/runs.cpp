@@ -251,7 +251,7 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
     settings.observer = listener.get();
     // Recorded in the run history under the queue's run id, in front of the listener.
     std::unique_ptr<RunRecorder> recorder;
-    if (files_.history) {
+    if (files_.history || !files_.tensorboard_dir.empty()) {
       store::RunRecord record = run_record(*request.graph, registry_, request.graph->graph.raw, request.source,
                                            request.seed, request.pin_nodes_to_device ? request.device : "",
                                            rank_devices.empty() ? 1 : static_cast<int>(rank_devices.size()));
@@ -260,7 +260,8 @@ std::string Runs::start_run(RunRequest request, std::shared_ptr<RunListener> lis
       recorder = std::make_unique<RunRecorder>(
           files_.history, std::move(record), listener.get(),
           [](const std::string& m) { std::fprintf(stderr, "codefy serve: %s\n", m.c_str()); });
-      if (recorder->recording()) settings.observer = recorder.get();
+      if (!files_.tensorboard_dir.empty()) recorder->write_tensorboard(files_.tensorboard_dir);
+      if (recorder->active()) settings.observer = recorder.get();
     }
     settings.cache = request.cache;
     settings.force_rerun = request.force_rerun;
@@ -447,12 +448,20 @@ Response Runs::run_info(const std::string& run_id) const {
     if (!r) return Response::error(404, "Run '" + run_id + "' not found");
     return Response::json(200, history_json(*r, true));
   }
-  nlohmann::json j = {{"run_id", info->id},
-                      {"device", info->device},
-                      {"worker", info->queue},
-                      {"status", to_string(info->state)},
-                      {"queue_position", info->position},
-                      {"seconds", info->seconds}};
+  // A run the queue holds: what the history knows of it (its graph snapshot,
+  // settings, metrics so far), then the queue's own view, which is newer.
+  nlohmann::json j = nlohmann::json::object();
+  if (files_.history) try {
+      if (const auto r = files_.history->get(run_id)) j = history_json(*r, true);
+    } catch (const std::exception&) {
+    }
+  j.update({{"run_id", info->id},
+            {"device", info->device},
+            {"worker", info->queue},
+            {"status", to_string(info->state)},
+            {"queue_position", info->position},
+            {"seconds", info->seconds}});
+  j.erase("from_history");
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto rec = records_.find(info->id); rec != records_.end()) {
     j["graph"] = rec->second->graph;

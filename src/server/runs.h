@@ -93,6 +93,8 @@ struct RunFiles {
   std::shared_ptr<store::RunStore> history;
   std::filesystem::path examples_dir;
   std::filesystem::path outputs_dir;
+  /// Every run also written for TensorBoard under this folder; empty: not.
+  std::filesystem::path tensorboard_dir = {};
 };
 
 /// The run queues and what the server keeps of the headless runs it started.

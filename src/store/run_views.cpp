@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <set>
 
@@ -116,32 +115,68 @@ nlohmann::json edge_lines(const nlohmann::json& graph) {
   return lines;
 }
 
-/// Each node's type and parameters (under `data.params`, where graph.json keeps them).
-void add_graph(Table& table, size_t run, const nlohmann::json& graph) {
+/// The JSON a text value holds when it is a JSON object or list, else null.
+nlohmann::json json_in_text(const nlohmann::json& value) {
+  if (!value.is_string()) return nullptr;
+  const auto& text = value.get_ref<const std::string&>();
+  if (text.empty() || (text[0] != '{' && text[0] != '[')) return nullptr;
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+  return parsed.is_discarded() ? nlohmann::json() : parsed;
+}
+
+/// Calls `setting(key, value, about)` for each node's type ("<id>.type") and
+/// each of its parameters (under `data.params`, where graph.json keeps them),
+/// flattened to "<id>.params.<path>".
+template <typename Setting>
+void for_each_node_setting(const nlohmann::json& graph, const Setting& setting) {
   if (!graph.is_object() || !graph.contains("nodes") || !graph["nodes"].is_array()) return;
   for (const auto& node : graph["nodes"]) {
     if (!node.is_object() || !node.contains("id") || !node["id"].is_string()) continue;
     const std::string id = node["id"];
     const std::string type = node.value("type", "");
-    table.set(id + ".type", run, type, {{"label", id + " type"}, {"node", id}});
+    setting(id + ".type", type, nlohmann::json{{"label", id + " type"}, {"node", id}});
     const auto data = node.find("data");
     if (data == node.end() || !data->is_object() || !data->contains("params") || !(*data)["params"].is_object())
       continue;
     const auto add_param = [&](const std::string& param, const nlohmann::json& value) {
       if (param.empty()) return;
-      table.set(id + ".params." + param, run, value,
-                {{"label", id + " (" + type + ") " + param}, {"node", id}, {"node_type", type}, {"param", param}});
+      setting(id + ".params." + param, value,
+              nlohmann::json{
+                  {"label", id + " (" + type + ") " + param}, {"node", id}, {"node_type", type}, {"param", param}});
     };
     for (const auto& [name, value] : (*data)["params"].items()) {
       // A parameter that holds JSON as text (a SequentialModel's layer spec)
       // is compared inside, so a diff names the layer setting that changed.
-      nlohmann::json inner;
-      if (value.is_string() && !value.get<std::string>().empty() && std::strchr("{[", value.get<std::string>()[0]))
-        inner = nlohmann::json::parse(value.get<std::string>(), nullptr, false);
+      const nlohmann::json inner = json_in_text(value);
       flatten(inner.is_structured() ? inner : value, name, add_param);
     }
   }
-  table.set("edges", run, edge_lines(graph), {{"label", "connections"}});
+}
+
+/// The run's own settings, in the order a reader looks for them.
+std::vector<std::pair<const char*, nlohmann::json>> run_fields(const RunRecord& r) {
+  return {{"graph", r.graph_name},
+          {"source", r.source},
+          {"status", r.status},
+          {"seed", r.seed},
+          {"devices", r.devices},
+          {"precision_requested", r.precision_requested},
+          {"precision", r.precision_used},
+          {"micro_batch", r.micro_batch},
+          {"accumulate_steps", r.accumulate_steps},
+          {"effective_batch", r.effective_batch},
+          {"world_size", r.world_size},
+          {"threads", r.threads}};
+}
+
+/// A run's final metrics, numbers only, flattened ("train.final_train_loss"), then its duration.
+std::vector<std::pair<std::string, double>> final_numbers(const RunRecord& r) {
+  std::vector<std::pair<std::string, double>> out;
+  flatten(r.final_metrics, "", [&](const std::string& key, const nlohmann::json& v) {
+    if (!key.empty() && v.is_number()) out.emplace_back(key, v.get<double>());
+  });
+  out.emplace_back("duration_s", r.duration_s);
+  return out;
 }
 
 }  // namespace
@@ -152,25 +187,14 @@ nlohmann::json compare_runs(const std::vector<RunRecord>& runs) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunRecord& r = runs[i];
     listed.push_back(run_json(r, false));
-    const std::pair<const char*, nlohmann::json> fields[] = {{"graph", r.graph_name},
-                                                             {"source", r.source},
-                                                             {"status", r.status},
-                                                             {"seed", r.seed},
-                                                             {"devices", r.devices},
-                                                             {"precision_requested", r.precision_requested},
-                                                             {"precision", r.precision_used},
-                                                             {"micro_batch", r.micro_batch},
-                                                             {"accumulate_steps", r.accumulate_steps},
-                                                             {"effective_batch", r.effective_batch},
-                                                             {"world_size", r.world_size},
-                                                             {"threads", r.threads}};
-    for (const auto& [key, value] : fields) settings.set(key, i, value);
-    add_graph(settings, i, r.graph);
-
-    flatten(r.final_metrics, "", [&](const std::string& key, const nlohmann::json& v) {
-      if (!key.empty() && v.is_number()) metrics.set(key, i, v);
+    for (auto& [key, value] : run_fields(r)) settings.set(key, i, std::move(value));
+    for_each_node_setting(r.graph, [&](const std::string& key, const nlohmann::json& value, nlohmann::json about) {
+      settings.set(key, i, value, std::move(about));
     });
-    metrics.set("duration_s", i, r.duration_s, {{"label", "duration (s)"}});
+    settings.set("edges", i, edge_lines(r.graph), {{"label", "connections"}});
+
+    for (const auto& [key, value] : final_numbers(r))
+      metrics.set(key, i, value, key == "duration_s" ? nlohmann::json{{"label", "duration (s)"}} : nlohmann::json());
     if (r.peak_memory.is_object())
       for (const auto& [device, bytes] : r.peak_memory.items())
         if (bytes.is_number()) metrics.set("peak_memory." + device, i, bytes, {{"label", "peak memory " + device}});
@@ -197,6 +221,46 @@ std::string tensorboard_tag(const std::string& series_name) {
                                                            {"epoch_lr", "epoch/lr"}};
   const auto it = epoch.find(series_name);
   return it != epoch.end() ? it->second : "train/" + series_name;
+}
+
+nlohmann::json run_hparams(const RunRecord& run) {
+  nlohmann::json h = nlohmann::json::object();
+  const auto put = [&h](const std::string& key, const nlohmann::json& v) {
+    if (v.is_null()) return;
+    h[key] = v.is_structured() ? nlohmann::json(v.dump()) : v;
+  };
+  for (const auto& [key, value] : run_fields(run))
+    if (std::string(key) != "status") put(key, value);
+  for_each_node_setting(
+      run.graph, [&](const std::string& key, const nlohmann::json& value, const nlohmann::json&) { put(key, value); });
+  return h;
+}
+
+TensorBoardRun::TensorBoardRun(const std::filesystem::path& dir, const RunRecord& run)
+    : writer_(dir, run.started_at > 0 ? std::optional<double>(run.started_at) : std::nullopt) {}
+
+void TensorBoardRun::add(const std::vector<SeriesPoint>& points) {
+  for (const auto& p : points) writer_.add_scalar(tensorboard_tag(p.name), p.value, p.step, p.t);
+  writer_.flush();
+}
+
+void TensorBoardRun::finish(const RunRecord& run) {
+  const double end = run.ended_at > 0 ? run.ended_at : run.started_at + run.duration_s;
+  std::vector<std::string> tags;
+  for (const auto& [key, value] : final_numbers(run)) {
+    tags.push_back("final/" + key);
+    writer_.add_scalar(tags.back(), value, 0, end);
+  }
+  writer_.add_hparams(run_hparams(run), tags, run.status, run.started_at, end);
+  writer_.flush();
+}
+
+std::filesystem::path write_tensorboard(const RunRecord& run, const std::vector<SeriesPoint>& points,
+                                        const std::filesystem::path& dir) {
+  TensorBoardRun tb(dir / run.id, run);
+  tb.add(points);
+  tb.finish(run);
+  return tb.path();
 }
 
 }  // namespace codefy::store

@@ -4,9 +4,11 @@
 #pragma once
 
 #include "store/run_store.h"
+#include "store/tensorboard.h"
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,5 +32,34 @@ std::string series_csv(const std::vector<SeriesPoint>& points);
 /// The TensorBoard tag a series is written under: per-update series under
 /// "train/", per-epoch series under "epoch/" ("epoch_loss" -> "epoch/loss").
 std::string tensorboard_tag(const std::string& series_name);
+
+/// A run's settings as the hparams plugin takes them, one flat object: the
+/// run's own (seed, precision, batch sizes, world size, devices) and every
+/// node parameter of its graph under the keys compare_runs uses
+/// ("opt.params.lr"); a list is kept as its JSON text.
+nlohmann::json run_hparams(const RunRecord& run);
+
+/// One run written as TensorBoard reads it, into an event file of its own
+/// folder: its series as scalars under tensorboard_tag while it runs, then
+/// at its end the hparams plugin's records and each final metric (numbers
+/// only) as the scalar "final/<node>.<metric>", which the hparams table shows.
+class TensorBoardRun {
+ public:
+  /// A new event file in `dir` (created). Throws TensorBoardError.
+  TensorBoardRun(const std::filesystem::path& dir, const RunRecord& run);
+  /// Writes the points and flushes, so TensorBoard sees them while the run goes on.
+  void add(const std::vector<SeriesPoint>& points);
+  /// The run ended (its status, metrics and end time filled in).
+  void finish(const RunRecord& run);
+  const std::filesystem::path& path() const { return writer_.path(); }
+
+ private:
+  EventFileWriter writer_;
+};
+
+/// A stored run and its series written as TensorBoardRun does, in `dir`/<run id>;
+/// returns the event file's path. Throws TensorBoardError.
+std::filesystem::path write_tensorboard(const RunRecord& run, const std::vector<SeriesPoint>& points,
+                                        const std::filesystem::path& dir);
 
 }  // namespace codefy::store

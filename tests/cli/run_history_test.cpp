@@ -6,12 +6,15 @@
 #include "../common/test_support.h"
 #include "store/run_store.h"
 
+#include "../common/tfevents_reader.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -209,6 +212,73 @@ TEST(RunHistory, Issue30_RunsCompareSaysWhatDiffersAndExportWritesEveryPointAsCs
   EXPECT_EQ(lines, points);
   EXPECT_EQ(epoch_lines, 3u);
   EXPECT_NE(run_codefy("runs export " + newer + " --data-dir " + dir.string()).exit_code, 0);  // no --csv
+}
+
+/// The one event file under `dir`.
+fs::path event_file(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (fs::is_directory(dir))
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) files.push_back(e.path());
+  EXPECT_EQ(files.size(), 1u) << dir;
+  return files.empty() ? fs::path() : files[0];
+}
+
+TEST(RunHistory, Issue30_RunWritesTensorBoardScalarsAndHParamsAndExportWritesTheSame) {
+  namespace tb = testing::tfevents;
+  const fs::path dir = testing::temp_dir("history-tensorboard");
+  const Command c = run_codefy("run " + toy_with_epochs(dir, 3).string() + " --tensorboard " + (dir / "tb").string() +
+                               " --data-dir " + dir.string());
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_NE(c.output.find("TensorBoard: "), std::string::npos) << c.output;
+  const nlohmann::json runs =
+      nlohmann::json::parse(run_codefy("runs --json --data-dir " + dir.string()).output)["runs"];
+  ASSERT_EQ(runs.size(), 1u);
+  const std::string id = runs[0]["id"];
+  const nlohmann::json shown =
+      nlohmann::json::parse(run_codefy("runs show " + id + " --json --data-dir " + dir.string()).output);
+
+  // The live file: each stored epoch loss under epoch/loss, the final metrics under final/.
+  const fs::path live = event_file(dir / "tb" / id);
+  const std::vector<tb::Scalar> scalars = tb::scalars(tb::read_records(live));
+  std::vector<tb::Scalar> epoch_loss, expected;
+  for (const auto& s : scalars)
+    if (s.tag == "epoch/loss") epoch_loss.push_back(s);
+  for (const auto& p : shown["series"]["epoch_loss"])
+    expected.push_back({"epoch/loss", p[0].get<int64_t>(), p[1].get<float>()});
+  EXPECT_EQ(epoch_loss.size(), 3u);
+  EXPECT_EQ(epoch_loss, expected);
+  bool final_loss = false;
+  for (const auto& s : scalars)
+    if (s.tag == "final/train.final_train_loss") {
+      final_loss = true;
+      EXPECT_EQ(s.value, shown["final_metrics"]["train"]["final_train_loss"].get<float>());
+    }
+  EXPECT_TRUE(final_loss);
+  std::ifstream in(live, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const char* said : {"_hparams_/experiment", "_hparams_/session_start_info", "_hparams_/session_end_info",
+                           "train.params.epochs", "effective_batch"})
+    EXPECT_NE(bytes.find(said), std::string::npos) << said;
+
+  // An export of the stored run holds the same scalars (in the order the store keeps them).
+  const Command exported =
+      run_codefy("runs export " + id + " --tensorboard " + (dir / "exported").string() + " --data-dir " + dir.string());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  std::vector<tb::Scalar> again = tb::scalars(tb::read_records(event_file(dir / "exported" / id)));
+  std::vector<tb::Scalar> first = scalars;
+  std::sort(first.begin(), first.end());
+  std::sort(again.begin(), again.end());
+  EXPECT_EQ(first, again);
+
+  // --no-record with --tensorboard: the event file, no run history.
+  const fs::path quiet = dir / "quiet";
+  const Command q = run_codefy("run " + toy().string() + " --no-record --tensorboard " + (quiet / "tb").string() +
+                               " --data-dir " + quiet.string());
+  ASSERT_EQ(q.exit_code, 0) << q.output;
+  EXPECT_FALSE(fs::exists(quiet / "runs.db"));
+  ASSERT_TRUE(fs::is_directory(quiet / "tb"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(quiet / "tb"), fs::directory_iterator()), 1);
 }
 
 }  // namespace

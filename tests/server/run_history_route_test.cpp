@@ -4,6 +4,8 @@
 #include "fixture.h"
 #include "store/run_store.h"
 
+#include "../common/tfevents_reader.h"
+
 namespace codefy::server::run_history {
 namespace {
 
@@ -131,6 +133,37 @@ TEST_F(ServerRunHistory, Issue30_TwoRunsWithDifferentLearningRatesAreComparedSid
   const Reply unknown = get("/api/runs/compare?ids=" + ids[0] + ",no-such-run");
   EXPECT_EQ(unknown.status, 404);
   EXPECT_NE(unknown.body.find("no-such-run"), std::string::npos) << unknown.body;
+}
+
+TEST_F(ServerRunHistory, Issue30_ARunTheQueueStillHoldsIsAnsweredWithItsGraphSnapshotAndWrittenForTensorBoard) {
+  const fs::path tensorboard = dir_.path() / "tb";
+  configure_ = [tensorboard](ApiOptions& o, ServerOptions&) { o.tensorboard_dir = tensorboard; };
+  stop();
+  start();
+  const json g = testing::mlp_training_graph("live", 3, 8, 2, {{"n_samples", 32}, {"n_features", 3}},
+                                             {{"batch_size", 8}}, {{"type", "SGD"}}, {{"epochs", 2}});
+  ASSERT_EQ(post("/api/graph/save", g).status, 200);
+  const Reply run = post("/api/graph/run/live", {{"device", "cpu"}, {"seed", 4}});
+  ASSERT_EQ(run.status, 200) << run.body;
+  const std::string id = run.json["run_id"];
+
+  const Reply info = get("/api/runs/" + id);
+  ASSERT_EQ(info.status, 200) << info.body;
+  EXPECT_TRUE(info.json.contains("worker")) << "answered by the queue: " << info.body;
+  EXPECT_FALSE(info.json.contains("from_history"));
+  EXPECT_EQ(info.json["graph_snapshot"]["name"], "live") << info.body;
+  EXPECT_EQ(info.json["graph_snapshot"]["nodes"].size(), g["nodes"].size());
+  EXPECT_EQ(info.json["effective_batch"], 8);
+
+  // --tensorboard: the run's own folder holds one event file with its epochs.
+  ASSERT_TRUE(fs::is_directory(tensorboard / id));
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(tensorboard / id)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  size_t epochs = 0;
+  for (const auto& s : testing::tfevents::scalars(testing::tfevents::read_records(files[0])))
+    if (s.tag == "epoch/loss") ++epochs;
+  EXPECT_EQ(epochs, 2u);
 }
 
 }  // namespace
