@@ -7,6 +7,7 @@ import { HelpSheet } from './panels/HelpSheet';
 import { QuickAdd } from './panels/QuickAdd';
 import { SettingsDialog } from './panels/SettingsDialog';
 import { Palette } from './panels/Palette';
+import { RunsPanel } from './panels/RunsPanel';
 import { ServerPanel } from './panels/ServerPanel';
 import { SidePanel } from './panels/SidePanel';
 import { TabBar } from './panels/TabBar';
@@ -39,6 +40,7 @@ export function App() {
           <Canvas />
           <SidePanel />
           <ServerPanel />
+          <RunsPanel />
         </main>
         <BottomPanel />
         {filesOpen && <FilesDialog />}
