@@ -11,6 +11,7 @@ import {
   finalMetric,
   formatWhen,
   historyRow,
+  listed,
   mergeEntries,
   nextSort,
   passesFilter,
@@ -89,6 +90,12 @@ describe('rows of the run history', () => {
   it('a later page adds only runs not listed yet', () => {
     const first = [entry('run-9', { status: 'running' }), entry('a'), entry('b')];
     expect(mergeEntries(first, [entry('run-9'), entry('c')]).map((e) => e.run_id)).toEqual(['run-9', 'a', 'b', 'c']);
+  });
+
+  it('lists the history’s runs and the queue’s under way, not a finished one the history does not have', () => {
+    expect(listed(historyRow(entry('a'), 0))).toBe(true);
+    expect(listed(historyRow({ run_id: 'run-5', status: 'running', worker: 'cpu', position: 0 }, 0))).toBe(true);
+    expect(listed(historyRow({ run_id: 'run-6', status: 'completed', worker: 'cpu', position: 0 }, 0))).toBe(false);
   });
 
   it('filters by graph and status', () => {

@@ -7,7 +7,8 @@ import { act, cleanup, fireEvent, render, screen, within } from '@testing-librar
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { CompareResponse, HistoryEntry } from '../src/api/runs';
 import { setLocale } from '../src/i18n';
-import { RunsPanel, RunsPanelToggle } from '../src/panels/RunsPanel';
+import { RunsPanel } from '../src/panels/RunsPanel';
+import { RunsPanelToggle } from '../src/panels/RunsPanelToggle';
 import { ServerPanelToggle } from '../src/panels/ServerPanel';
 import { useCatalogue } from '../src/store/catalogue';
 import { useDocument } from '../src/store/document';

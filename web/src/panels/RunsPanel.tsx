@@ -2,7 +2,8 @@
 // this graph's runs or all, by status, sortable by column, a page more at a
 // time — polled while open, so the editor's own run shows as it runs. Ticking
 // two or more runs compares them below the list (RunCompare.tsx); each run's
-// graph snapshot opens in a new tab, runs again there, or is deleted.
+// graph snapshot opens in a new tab, runs again there, or is deleted. Loaded
+// the first time it opens (App.tsx); its button is RunsPanelToggle.tsx.
 import { useEffect, useRef } from 'react';
 import { t, useLocale, type MessageKey } from '../i18n';
 import { runColor } from '../charts/runColors';
@@ -15,6 +16,7 @@ import {
   formatPercent,
   formatWhen,
   historyRow,
+  listed,
   passesFilter,
   sortRows,
   type HistoryRow,
@@ -24,7 +26,6 @@ import { usePanels } from '../store/panels';
 import { usePreferences, type Theme } from '../store/preferences';
 import { ownRunGraph, shownGraphName, useRunHistory } from '../store/runHistory';
 import { useRunSession } from '../store/runSession';
-import { useServer } from '../store/serverStore';
 import { formatBytes, formatDuration } from '../store/serverRows';
 import { RunCompare } from './RunCompare';
 import { RunSwatch } from './RunSwatch';
@@ -33,26 +34,6 @@ import '../styles/server.css';
 import '../styles/runs.css';
 
 const clock = (ms: number) => new Date(ms).toLocaleTimeString('en-GB');
-
-/** The toolbar's button that opens and closes the panel (the Server panel closes: both are drawers on the right). */
-export function RunsPanelToggle() {
-  useLocale(); // re-render in the chosen language
-  const open = useRunHistory((s) => s.open);
-  return (
-    <button
-      type="button"
-      data-testid="runs-panel-toggle"
-      aria-pressed={open}
-      title={t('runs.toggleHint')}
-      onClick={() => {
-        if (!open) useServer.getState().setOpen(false);
-        useRunHistory.getState().setOpen(!open);
-      }}
-    >
-      {t('runs.toggle')}
-    </button>
-  );
-}
 
 const COLUMNS: { key: SortKey; label: MessageKey; num?: boolean; hint?: MessageKey }[] = [
   { key: 'when', label: 'runs.col.when' },
@@ -194,21 +175,22 @@ export function RunsPanel() {
   useEffect(() => {
     if (!s.open) return;
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape' && !usePanels.getState().filesOpen) useRunHistory.getState().setOpen(false);
+      const p = usePanels.getState();
+      // A dialog over it closes first.
+      if (e.key === 'Escape' && !p.filesOpen && !p.settingsOpen && !p.helpOpen) useRunHistory.getState().setOpen(false);
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
   }, [s.open]);
 
   // Another tab shown, or the graph renamed: this graph's runs are asked for again.
-  const listedFor = useRef(graphName);
-  useEffect(() => {
-    if (listedFor.current === graphName) return;
-    listedFor.current = graphName;
-    useRunHistory.getState().graphChanged();
-  }, [graphName]);
+  useEffect(() => useRunHistory.getState().graphChanged(), [graphName]);
 
+  // A run of this editor starting or ending: asked about at once (opening the panel asks already).
+  const seenRuns = useRef(editorRuns);
   useEffect(() => {
+    if (seenRuns.current === editorRuns) return;
+    seenRuns.current = editorRuns;
     if (useRunHistory.getState().open) void useRunHistory.getState().refresh();
   }, [editorRuns]);
 
@@ -218,7 +200,9 @@ export function RunsPanel() {
 
   // A run of this editor the server names no graph for gets its tab's graph name.
   const rows = sortRows(
-    s.entries.map((e) => historyRow(e, nowMs, e.graph ? null : ownRunGraph(e.run_id))).filter((r) => passesFilter(r, graph, s.status)),
+    s.entries
+      .map((e) => historyRow(e, nowMs, e.graph ? null : ownRunGraph(e.run_id)))
+      .filter((r) => listed(r) && passesFilter(r, graph, s.status)),
     s.sort,
   );
 

@@ -9,7 +9,7 @@ import { usePanels } from '../store/panels';
 import { usePreferences } from '../store/preferences';
 import { useRunSession, useShownRun } from '../store/runSession';
 import { RecordOutputsToggle } from '../inspector/Inspector';
-import { RunsPanelToggle } from './RunsPanel';
+import { RunsPanelToggle } from './RunsPanelToggle';
 import { ServerPanelToggle } from './ServerPanel';
 
 const GIB = 1024 ** 3;

@@ -178,6 +178,14 @@ export function sortRows(rows: readonly HistoryRow[], sort: Sort): HistoryRow[] 
 }
 
 /**
+ * Whether the panel lists a run: every run the history has, and the queue's
+ * runs under way (a finished run the queue still remembers but the history
+ * does not — deleted, or never recorded — has nothing to show here; the
+ * Server panel lists the queue).
+ */
+export const listed = (r: HistoryRow) => r.inHistory || r.active;
+
+/**
  * Whether a row passes the panel's filters (the server filters its history
  * the same way; this also holds for the queue's runs it lists first): `graph`
  * null for every graph, `status` '' for any.

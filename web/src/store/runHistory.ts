@@ -59,6 +59,8 @@ interface RunHistoryData {
   nextCursor: string | null;
   /** How many runs each poll asks for: a page more after each Load more, so every listed run stays current. */
   limit: number;
+  /** The graph `entries` were listed for (null: every graph). */
+  listedFor: string | null;
   /** Nothing answered yet for the filters now set. */
   loading: boolean;
   loadingMore: boolean;
@@ -93,7 +95,7 @@ export interface RunHistoryState extends RunHistoryData {
   /** Asks /api/runs/compare and the series again where they may have changed (or all, with `force`). */
   refreshCompare(force?: boolean): Promise<void>;
   deleteRun(id: string): Promise<void>;
-  /** The shown graph changed (another tab, a rename): this graph's runs are asked for again. */
+  /** The shown graph may have changed (another tab, a rename): this graph's runs are asked for again if so. */
   graphChanged(): void;
   say(notice: RunsNotice | null): void;
 }
@@ -106,6 +108,7 @@ export const initialRunHistory = (): RunHistoryData => ({
   entries: [],
   nextCursor: null,
   limit: PAGE,
+  listedFor: null,
   loading: false,
   loadingMore: false,
   error: null,
@@ -149,12 +152,14 @@ export const useRunHistory = create<RunHistoryState>()((set, get) => {
   /** The filters changed: the list starts again from its first page. */
   const refilter = () => {
     ++filters;
-    set({ entries: [], nextCursor: null, limit: PAGE, loading: true, error: null, historyError: null });
+    set({ entries: [], nextCursor: null, limit: PAGE, listedFor: query().graph ?? null, loading: true, error: null, historyError: null });
     if (get().open) {
       poller.stop();
       poller.start();
     }
   };
+  /** Whether the runs listed are another graph's than "this graph" now is. */
+  const otherGraph = () => get().scope === 'graph' && (query().graph ?? null) !== get().listedFor;
   const statusOf = (id: string): string | undefined =>
     get().entries.find((e) => e.run_id === id)?.status ?? get().compare?.runs.find((e) => e.run_id === id)?.status;
 
@@ -164,10 +169,10 @@ export const useRunHistory = create<RunHistoryState>()((set, get) => {
     setOpen(open) {
       if (open === get().open) return;
       set({ open, notice: null });
-      if (open) {
-        if (get().entries.length === 0) set({ loading: true });
-        poller.start();
-      } else poller.stop();
+      if (!open) return poller.stop();
+      if (otherGraph()) refilter(); // another tab is shown since it closed
+      else if (get().entries.length === 0) set({ loading: true });
+      poller.start();
     },
 
     setScope(scope) {
@@ -187,7 +192,7 @@ export const useRunHistory = create<RunHistoryState>()((set, get) => {
     },
 
     graphChanged() {
-      if (get().scope === 'graph') refilter();
+      if (otherGraph()) refilter();
     },
 
     async refresh() {
