@@ -115,6 +115,13 @@ test('two runs with different learning rates: listed live, compared, one deleted
   await shot(page, 'runs-04-compare-zh-TW');
   await chooseLanguage(page, { label: 'English' });
 
+  // The run colours on the light theme.
+  await page.getByTestId('theme-toggle').click();
+  await panel.evaluate((el) => (el.scrollTop = 0));
+  await expect(page.getByTestId('runs-chart-lr').locator('canvas')).toBeVisible();
+  await shot(page, 'runs-04-compare-light');
+  await page.getByTestId('theme-toggle').click();
+
   // Delete asks first; the run leaves the list and the comparison (one run left: nothing to compare).
   page.once('dialog', (d) => void d.accept());
   await page.getByTestId(`runs-delete-${second}`).click();

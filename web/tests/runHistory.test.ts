@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { historyQuery, type CompareResponse, type HistoryEntry } from '../src/api/runs';
 import { COMPARE_KINDS, overlay, SERIES_OF } from '../src/charts/overlay';
 import { runColor } from '../src/charts/runColors';
+import { compareOptions, LOG_KINDS, logTickLabels } from '../src/charts/compareOptions';
 import { cellOf, diffRows, metricRows, CELL_CHARS } from '../src/store/compareRows';
 import { useDocument } from '../src/store/document';
 import { resetEditorForTests, snapshotName } from '../src/store/editor';
@@ -252,6 +253,31 @@ describe('overlaid series', () => {
 
   it('every chart draws a series the store fetches', () => {
     for (const k of COMPARE_KINDS) expect(COMPARE_SERIES).toContain(SERIES_OF[k]);
+  });
+});
+
+describe('a compare chart’s options', () => {
+  const lines = [0, 1, 10].map((i) => ({ label: `run-${i}`, color: runColor(i, 'dark') }));
+
+  it('a line a run in its colour, dashed from the eleventh, no legend of its own', () => {
+    const o = compareOptions('lr', 400, 200, { axis: '#999', grid: '#333' }, lines);
+    expect(o.series.slice(1).map((s) => [s.label, s.stroke, s.dash])).toEqual([
+      ['run-0', runColor(0, 'dark').stroke, undefined],
+      ['run-1', runColor(1, 'dark').stroke, undefined],
+      ['run-10', runColor(0, 'dark').stroke, [6, 4]],
+    ]);
+    expect(o.legend?.show).toBe(false);
+    expect(o.scales?.y?.distr).toBeUndefined();
+  });
+
+  it('a loss falling twentyfold draws on a log scale, labelled by decade', () => {
+    const o = compareOptions('epochLoss', 400, 200, { axis: '#999', grid: '#333' }, lines, true);
+    expect(o.scales?.y?.distr).toBe(3);
+    const values = o.axes![1]!.values as (u: unknown, splits: number[]) => string[];
+    expect(values(null, [0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3])).toEqual(['0.01', '0.02', '', '0.05', '0.1', '0.2', '']);
+    // Over more than two decades, the decades alone.
+    expect(logTickLabels([0.001, 0.002, 0.01, 0.1, 0.5, 1])).toEqual(['0.001', '', '0.01', '0.1', '', '1']);
+    expect(LOG_KINDS.has('valAccuracy')).toBe(false);
   });
 });
 

@@ -4,7 +4,8 @@ import { useEffect, useRef, useState } from 'react';
 import type uPlotType from 'uplot';
 import { useLocale } from '../i18n';
 import { usePreferences } from '../store/preferences';
-import { compareOptions, type CompareLine } from './compareOptions';
+import { wantsLogScale } from './chartData';
+import { compareOptions, LOG_KINDS, type CompareLine } from './compareOptions';
 import type { CompareKind, Overlay } from './overlay';
 import { cssVar, loadUPlot, type UPlotCtor } from './uplot';
 
@@ -29,6 +30,7 @@ export function CompareChart({
   const plot = useRef<uPlotType | null>(null);
   // The plot is made again when the runs (their number, names or colours) change.
   const linesKey = lines.map((l) => `${l.label}\u0000${l.color.stroke}\u0000${String(l.color.dash)}`).join('\u0001');
+  const log = LOG_KINDS.has(kind) && wantsLogScale('loss', overlay.data);
 
   useEffect(() => {
     if (overlay.points > 0 && !UPlot) void loadUPlot().then((ctor) => setUPlot(() => ctor));
@@ -40,7 +42,7 @@ export function CompareChart({
     const size = () => ({ width: Math.max(el.clientWidth, 160), height: Math.max(el.clientHeight, 100) });
     const { width, height } = size();
     const colors = { axis: cssVar('--text-muted', '#999'), grid: cssVar('--border', '#333') };
-    const u = new UPlot(compareOptions(kind, width, height, colors, lines), [[], ...lines.map(() => [])], el);
+    const u = new UPlot(compareOptions(kind, width, height, colors, lines, log), [[], ...lines.map(() => [])], el);
     plot.current = u;
     const ro = new ResizeObserver(() => u.setSize(size()));
     ro.observe(el);
@@ -51,13 +53,13 @@ export function CompareChart({
     };
     // `lines` is read through linesKey: a new array with the same runs keeps the plot.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [UPlot, theme, kind, locale, linesKey]);
+  }, [UPlot, theme, kind, locale, linesKey, log]);
 
   useEffect(() => {
     const u = plot.current;
     if (!u || u.series.length !== overlay.data.length) return;
     u.setData(overlay.data as uPlotType.AlignedData);
-  }, [overlay, UPlot, theme, locale, linesKey]);
+  }, [overlay, UPlot, theme, locale, linesKey, log]);
 
   return (
     <figure
@@ -65,6 +67,7 @@ export function CompareChart({
       data-testid={`runs-chart-${kind}`}
       data-points={overlay.points}
       data-series={overlay.drawn.filter(Boolean).length}
+      data-log={log ? 'true' : 'false'}
     >
       <figcaption>{title}</figcaption>
       <div className="runs-chart-body">
