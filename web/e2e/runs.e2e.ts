@@ -112,6 +112,9 @@ test('two runs with different learning rates: listed live, compared, one deleted
   await expect(page.getByTestId('runs-compare')).toContainText('比較 2 個執行');
   await expect(page.getByTestId('runs-chart-valAccuracy')).toContainText('驗證準確率');
   await expect(page.getByTestId('runs-metric-train.final_train_loss')).toContainText('最終訓練損失');
+  await shot(page, 'runs-04-compare-tables-zh-TW');
+  await panel.evaluate((el) => (el.scrollTop = 0));
+  await expect(page.getByTestId('runs-sort-loss')).toContainText('最終損失');
   await shot(page, 'runs-04-compare-zh-TW');
   await chooseLanguage(page, { label: 'English' });
 
@@ -119,7 +122,7 @@ test('two runs with different learning rates: listed live, compared, one deleted
   await page.getByTestId('theme-toggle').click();
   await panel.evaluate((el) => (el.scrollTop = 0));
   await expect(page.getByTestId('runs-chart-lr').locator('canvas')).toBeVisible();
-  await shot(page, 'runs-04-compare-light');
+  await shot(page, 'runs-04-compare-light-theme');
   await page.getByTestId('theme-toggle').click();
 
   // Delete asks first; the run leaves the list and the comparison (one run left: nothing to compare).
