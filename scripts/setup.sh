@@ -14,6 +14,8 @@ packages=(
   libboost1.81-dev        # Boost.Beast/Asio for the server (header-only)
   libgtest-dev            # unit tests
   libsqlite3-dev          # the run history (codefy-data/runs.db): an embedded database two processes can share
+  libprotobuf-dev         # protobuf's library: the run history's TensorBoard event records
+  protobuf-compiler       # protoc: compiles src/store/tensorboard_event.proto at build time
   libpng-dev zlib1g-dev   # Visualize's PNG output, ImageReader; .gz idx files
   libsvm-dev              # LIBSVM, what scikit-learn's SVC wraps: SVMClassifier
   libplplot-dev plplot-driver-cairo  # Visualize's plots: PLplot draws axes, text and data; its memcairo driver renders in memory

@@ -51,8 +51,11 @@ struct PlanCommand {
 
 /// `codefy runs [show ID | delete ID]`: the run history.
 struct RunsCommand {
-  std::string action = "list";  ///< list, show, delete
+  std::string action = "list";  ///< list, show, delete, compare, export
   std::string id;
+  std::vector<std::string> ids;  ///< compare's runs
+  std::string csv_path;          ///< export: the series as CSV here
+  std::string tensorboard_dir;   ///< export: TensorBoard event files under this folder
   std::string data_dir = "codefy-data";
   std::string graph, status, source;
   size_t limit = 20;

@@ -88,7 +88,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommand& plan) {
 
 /// `codefy runs` and its sub-commands, filling `runs`.
 CLI::App* add_runs_command(CLI::App& app, RunsCommand& runs) {
-  auto* cmd = app.add_subcommand("runs", "The run history: recorded runs, newest first (show ID, delete ID)");
+  auto* cmd = app.add_subcommand(
+      "runs", "The run history: recorded runs, newest first (show ID, compare A B, export ID, delete ID)");
   cmd->add_option("--data-dir", runs.data_dir, "Where the run history is kept (runs.db)")->capture_default_str();
   cmd->add_flag("--json", runs.json, "JSON output");
   cmd->add_option("--graph", runs.graph, "Only runs of this graph name");
@@ -100,6 +101,15 @@ CLI::App* add_runs_command(CLI::App& app, RunsCommand& runs) {
   show->add_option("id", runs.id, "Run id")->required();
   show->callback([&runs] { runs.action = "show"; });
   show->fallthrough();  // --json, --data-dir after the id
+  auto* compare = cmd->add_subcommand("compare", "Runs side by side: what differs, then their final metrics");
+  compare->add_option("ids", runs.ids, "Two or more run ids")->required()->expected(2, 20);
+  compare->callback([&runs] { runs.action = "compare"; });
+  compare->fallthrough();
+  auto* exp = cmd->add_subcommand("export", "Write a run's series as CSV (--csv FILE)");
+  exp->add_option("id", runs.id, "Run id")->required();
+  exp->add_option("--csv", runs.csv_path, "The series as CSV: series,step,value,time");
+  exp->callback([&runs] { runs.action = "export"; });
+  exp->fallthrough();
   auto* del = cmd->add_subcommand("delete", "Delete one run and its series");
   del->add_option("id", runs.id, "Run id")->required();
   del->callback([&runs] { runs.action = "delete"; });

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <random>
 #include <stdexcept>
 
 namespace codefy::server {
@@ -102,6 +104,10 @@ RunQueues::RunQueues(const std::vector<std::string>& devices, size_t waiting_max
     : RunQueues(one_worker_each(devices), waiting_max) {}
 
 RunQueues::RunQueues(const std::vector<WorkerSpec>& workers, size_t waiting_max) : waiting_max_(waiting_max) {
+  std::random_device rd;
+  char tag[16];
+  std::snprintf(tag, sizeof tag, "run-%06x-", rd() & 0xffffff);
+  id_prefix_ = tag;
   for (const auto& w : workers) {
     queues_[w.name].spec = w;
     for (const auto& d : w.devices) worker_of_[d] = w.name;
@@ -147,7 +153,7 @@ std::string RunQueues::submit(const std::string& device, Job job, Dropped droppe
     if (closing_) throw std::runtime_error("the server is shutting down");
     if (waiting_max_ > 0 && q->second.waiting.size() >= waiting_max_)
       throw QueueFull(w->second, q->second.waiting.size(), waiting_max_);
-    id = "run-" + std::to_string(next_id_++);
+    id = id_prefix_ + std::to_string(next_id_++);
     auto run = std::make_shared<Run>();
     run->info.id = id;
     run->info.queue = w->second;

@@ -158,6 +158,10 @@ class RunQueues {
   std::condition_variable wake_;
   bool closing_ = false;
   size_t waiting_max_ = kDefaultWaitingMax;  ///< per queue; 0: no limit
+  /// Run ids are "run-<this server's tag>-<n>": numbered as submitted, and
+  /// unlike a plain "run-<n>" never the id of a run an earlier server
+  /// recorded in the run history.
+  std::string id_prefix_;
   uint64_t next_id_ = 1;
   std::map<std::string, Queue> queues_;               ///< by worker name
   std::map<std::string, std::string> worker_of_;      ///< device → worker name

@@ -6,12 +6,12 @@
 #include "distributed/hosted_world.h"
 #include "engine/errors.h"
 #include "engine/graph_contract.h"
-#include "engine/memory_plan.h"
 #include "engine/run_recorder.h"
 #include "engine/value.h"
 #include "graph/graph.h"
 #include "graph/validate.h"
 #include "server/graph_routes.h"
+#include "server/history_routes.h"
 #include "server/inspector.h"
 #include "util/file_access.h"
 #include "util/list.h"
@@ -348,6 +348,8 @@ void Runs::add_routes(RouteTable& table) {
     }
   });
   table.add("GET", "/api/runs", [this](const Request& r, const PathParams&) { return runs_list(r); });
+  // Before /api/runs/{run_id}, which would take "compare" for a run id.
+  table.add("GET", "/api/runs/compare", [this](const Request& r, const PathParams&) { return run_compare(r); });
   table.add("GET", "/api/runs/{run_id}/series",
             [this](const Request& r, const PathParams& p) { return run_series(p.at("run_id"), r); });
   table.add("DELETE", "/api/runs/{run_id}",
@@ -434,228 +436,6 @@ void Runs::run_graph(const std::string& name, const Request& r, const Respond& r
   if (r.on_client_gone) r.on_client_gone([this, run_id] { queues_.drop_queued(run_id); });
 }
 
-namespace {
-
-/// A number field: absent or null is empty; anything but a finite number is refused.
-std::optional<double> number_field(const nlohmann::json& object, const std::string& key) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number() || !std::isfinite(it->get<double>()))
-    throw util::JsonFieldError(key, "\"" + key + "\" must be a number");
-  return it->get<double>();
-}
-
-}  // namespace
-
-void Runs::plan(const Request& r, const Respond& respond) {
-  nlohmann::json body = r.json_body();
-  if (!body.is_object()) return respond(Response::error(400, "expected a graph JSON object"));
-  PlanOptions options;
-  std::string device = "auto";
-  fs::path base_dir = graphs_dir_;
-  try {
-    const nlohmann::json po = body.contains("plan_options") ? body["plan_options"] : nlohmann::json::object();
-    if (!po.is_object()) throw util::JsonFieldError("plan_options", "\"plan_options\" must be an object");
-    if (const auto mb = number_field(po, "budget_mb")) {
-      if (*mb <= 0 || *mb > 1e9) throw util::JsonFieldError("budget_mb", "\"budget_mb\" must be in (0, 1e9]");
-      options.budget_bytes = static_cast<int64_t>(*mb * (1 << 20));
-      options.budget_source = "budget_mb";
-    }
-    if (const auto target = number_field(po, "target_effective_batch")) {
-      if (*target < 1 || *target > 1e9 || *target != std::floor(*target))
-        throw util::JsonFieldError("target_effective_batch", "\"target_effective_batch\" must be a whole number >= 1");
-      options.target_effective_batch = static_cast<int64_t>(*target);
-    }
-    if (const auto margin = number_field(po, "margin")) {
-      if (*margin < 0 || *margin > 10) throw util::JsonFieldError("margin", "\"margin\" must be in [0, 10]");
-      options.margin = *margin;
-    }
-    device = util::string_field(po, "device").value_or("auto");
-    if (const auto example = util::string_field(po, "example")) {
-      std::optional<fs::path> folder;
-      try {
-        folder = example_folder(files_.examples_dir, *example);
-      } catch (const std::invalid_argument&) {
-      }
-      if (!folder) return respond(Response::error(404, "Example not found: " + *example));
-      base_dir = *folder;
-    }
-  } catch (const util::JsonFieldError& e) {
-    return respond(Response::error(422, e.what()));
-  }
-  body.erase("plan_options");
-  if (!body.contains("name")) body["name"] = "editor";
-  graph::Graph g;
-  try {
-    g = graph::graph_from_json(body, "request");
-  } catch (const graph::GraphFormatError& e) {
-    return respond(Response::error(400, e.what()));
-  }
-  g.base_dir = base_dir;
-  try {
-    prepare(g, registry_);
-  } catch (const graph::ValidationError& e) {
-    std::string detail = "graph \"" + g.name + "\" is not valid:";
-    for (const auto& i : e.issues()) detail += "\n- " + i.message;
-    return respond(Response::error(422, detail));
-  }
-  const device::DeviceChoice choice = device::resolve_device(device, device::DeviceSource{g.name, "", "", "device"});
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (planning_) return respond(Response::error(503, "a memory plan is already being made; try again when it ends"));
-    planning_ = true;
-  }
-  auto done = [this] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    planning_ = false;
-  };
-  const bool pinned = device != "auto";
-  auto job = [this, g = std::move(g), options, choice, pinned, respond, done](const CancellationToken& token,
-                                                                              const std::string&) {
-    device::lower_compute_priority(runner_.run_priority.for_run(choice.device.is_cpu()));
-    RunSettings settings;
-    if (pinned) settings.device = choice.device.str();  // else each node's own device param, as the editor's runs
-    settings.base_dir = g.base_dir;
-    settings.files = files_.access;
-    settings.cancel = token;
-    try {
-      nlohmann::json answer = plan_memory(g, registry_, settings, options).to_json();
-      answer["warnings"] = choice.warnings;
-      done();
-      respond(Response::json(200, answer));
-    } catch (const Cancelled&) {
-      done();
-      respond(Response::error(503, "the memory plan was stopped"));
-      throw;
-    } catch (const InputError& e) {
-      done();
-      respond(Response::error(422, e.what()));
-    } catch (const std::exception& e) {
-      done();
-      respond(Response::error(500, std::string("the memory plan failed: ") + e.what()));
-      throw;
-    }
-  };
-  try {
-    queues_.submit(choice.device.str(), std::move(job), [respond, done](const std::string&) {
-      done();
-      respond(Response::error(503, "the memory plan was stopped before it started"));
-    });
-  } catch (const QueueFull& e) {
-    done();
-    return respond(Response::error(503, e.what()));
-  } catch (const std::invalid_argument& e) {
-    done();
-    return respond(Response::error(422, e.what()));
-  }
-}
-
-namespace {
-
-/// A query parameter as a whole number within [lo, hi]; `fallback` when absent.
-int64_t query_int(const Request& r, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
-  const auto it = r.query.find(key);
-  if (it == r.query.end() || it->second.empty()) return fallback;
-  char* end = nullptr;
-  const long long v = std::strtoll(it->second.c_str(), &end, 10);
-  if (*end != '\0' || v < lo || v > hi)
-    throw util::JsonFieldError(key, "\"" + key + "\" must be a whole number from " + std::to_string(lo) + " to " +
-                                        std::to_string(hi) + ", got \"" + it->second + "\"");
-  return v;
-}
-
-std::string query_text(const Request& r, const std::string& key) {
-  const auto it = r.query.find(key);
-  return it == r.query.end() ? std::string() : it->second;
-}
-
-nlohmann::json history_entry(const store::RunRecord& r) {
-  return {{"run_id", r.id},
-          {"device", r.devices.empty() ? nlohmann::json() : r.devices[0]},
-          {"status", r.status},
-          {"graph", r.graph_name},
-          {"source", r.source},
-          {"precision", r.precision_used},
-          {"effective_batch", r.effective_batch},
-          {"started_at", r.started_at},
-          {"ended_at", r.ended_at},
-          {"seconds", r.duration_s},
-          {"from_history", true}};
-}
-
-}  // namespace
-
-Response Runs::runs_list(const Request& r) const {
-  // The queue's runs (queued, running, and those it still remembers); with
-  // history=1 then the run history's, newest first, filtered by graph,
-  // status and source and paged by a cursor (the Server panel asks for the
-  // queue alone).
-  nlohmann::json a = nlohmann::json::array();
-  std::set<std::string> listed;
-  for (const auto& i : queues_.runs()) {
-    a.push_back({{"run_id", i.id},
-                 {"device", i.device},
-                 {"worker", i.queue},
-                 {"status", to_string(i.state)},
-                 {"position", i.position}});
-    listed.insert(i.id);
-  }
-  nlohmann::json answer = {{"runs", a}, {"next_cursor", nullptr}};
-  if (!files_.history || query_text(r, "history") != "1") return Response::json(200, answer);
-  store::RunFilter f;
-  try {
-    f.limit = static_cast<size_t>(query_int(r, "limit", 50, 1, 1000));
-    const std::string cursor = query_text(r, "cursor");
-    if (!cursor.empty()) {
-      char* end = nullptr;
-      f.before = std::strtod(cursor.c_str(), &end);
-      if (*end != '\0' || !std::isfinite(f.before))
-        throw util::JsonFieldError("cursor", "\"cursor\" is not one this server gave");
-    }
-  } catch (const util::JsonFieldError& e) {
-    return Response::error(422, e.what());
-  }
-  f.graph = query_text(r, "graph");
-  f.status = query_text(r, "status");
-  f.source = query_text(r, "source");
-  try {
-    const auto history = files_.history->list(f);
-    for (const auto& h : history)
-      if (!listed.count(h.id)) answer["runs"].push_back(history_entry(h));
-    if (history.size() == f.limit) {
-      char cursor[64];
-      std::snprintf(cursor, sizeof cursor, "%.6f", history.back().started_at);
-      answer["next_cursor"] = cursor;
-    }
-  } catch (const std::exception& e) {
-    answer["history_error"] = e.what();
-  }
-  return Response::json(200, answer);
-}
-
-Response Runs::run_series(const std::string& run_id, const Request& r) const {
-  if (!files_.history) return Response::error(404, "no run history on this server");
-  size_t points = 0;
-  try {
-    points = static_cast<size_t>(query_int(r, "points", 0, 0, 100000));
-  } catch (const util::JsonFieldError& e) {
-    return Response::error(422, e.what());
-  }
-  const std::vector<std::string> names = util::split_list(query_text(r, "names"));
-  if (!files_.history->get(run_id)) return Response::error(404, "Run '" + run_id + "' not found");
-  nlohmann::json series = nlohmann::json::object();
-  for (const auto& p : files_.history->series(run_id, names, points)) series[p.name].push_back({p.step, p.value});
-  return Response::json(200, {{"run_id", run_id}, {"series", series}});
-}
-
-Response Runs::run_delete(const std::string& run_id) {
-  if (const auto info = queues_.info(run_id);
-      info && (info->state == RunState::kQueued || info->state == RunState::kRunning))
-    return Response::error(409, "Run '" + run_id + "' is " + to_string(info->state) + ": stop it first");
-  if (!files_.history || !files_.history->remove(run_id)) return Response::error(404, "Run '" + run_id + "' not found");
-  return Response::json(200, {{"deleted", run_id}});
-}
-
 Response Runs::run_info(const std::string& run_id) const {
   const auto info = queues_.info(run_id);
   if (!info) {  // one the queue forgot (an earlier server, or long ago): the run history's record
@@ -665,18 +445,7 @@ Response Runs::run_info(const std::string& run_id) const {
       } catch (const std::exception&) {
       }
     if (!r) return Response::error(404, "Run '" + run_id + "' not found");
-    return Response::json(200, {{"run_id", r->id},
-                                {"device", r->devices.empty() ? nlohmann::json() : r->devices[0]},
-                                {"status", r->status},
-                                {"graph", r->graph_name},
-                                {"source", r->source},
-                                {"seconds", r->duration_s},
-                                {"started_at", r->started_at},
-                                {"ended_at", r->ended_at},
-                                {"metrics", r->final_metrics},
-                                {"peak_memory", r->peak_memory},
-                                {"error", r->error.is_object() ? r->error.value("message", "") : ""},
-                                {"from_history", true}});
+    return Response::json(200, history_json(*r, true));
   }
   nlohmann::json j = {{"run_id", info->id},
                       {"device", info->device},

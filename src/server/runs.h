@@ -125,7 +125,9 @@ class Runs {
   /// Adds POST /api/graph/run/{name}, POST /api/graph/plan (a memory plan,
   /// made on the device's queue like a run: one at a time, stoppable as a
   /// run), GET /api/graph/contract/{name}, GET /api/runs, GET
-  /// /api/runs/{run_id} and POST /api/runs/{run_id}/stop.
+  /// /api/runs/{run_id} and POST /api/runs/{run_id}/stop; with a run history
+  /// also GET /api/runs/compare, GET /api/runs/{run_id}/series and DELETE
+  /// /api/runs/{run_id}.
   void add_routes(RouteTable& table);
 
  private:
@@ -136,6 +138,9 @@ class Runs {
   Response runs_list(const Request& r) const;
   Response run_series(const std::string& run_id, const Request& r) const;
   Response run_delete(const std::string& run_id);
+  /// GET /api/runs/compare?ids=a,b: store::compare_runs of 2 to kMaxCompared stored runs.
+  Response run_compare(const Request& r) const;
+  static constexpr size_t kMaxCompared = 20;
   Response run_info(const std::string& run_id) const;
   Response run_stop(const std::string& run_id);
 

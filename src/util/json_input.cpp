@@ -1,5 +1,7 @@
 #include "util/json_input.h"
 
+#include <cmath>
+
 namespace codefy::util {
 
 int json_depth(std::string_view text, int limit) {
@@ -104,6 +106,13 @@ std::optional<uint64_t> uint_field(const nlohmann::json& object, const std::stri
   if (!v) return std::nullopt;
   if (v->is_number_unsigned()) return v->get<uint64_t>();
   wrong_type(key, "a whole number from 0 to 18446744073709551615", *v);
+}
+
+std::optional<double> number_field(const nlohmann::json& object, const std::string& key) {
+  const nlohmann::json* v = present(object, key);
+  if (!v) return std::nullopt;
+  if (v->is_number() && std::isfinite(v->get<double>())) return v->get<double>();
+  wrong_type(key, "a number", *v);
 }
 
 }  // namespace codefy::util

@@ -59,6 +59,8 @@ std::optional<std::string> string_field(const nlohmann::json& object, const std:
 std::optional<bool> bool_field(const nlohmann::json& object, const std::string& key);
 /// A whole number from 0 to 2^64 - 1 (a seed); a decimal or negative number is refused.
 std::optional<uint64_t> uint_field(const nlohmann::json& object, const std::string& key);
+/// A finite number (integer or decimal).
+std::optional<double> number_field(const nlohmann::json& object, const std::string& key);
 
 /// `text` parsed; throws JsonInputError (with nlohmann's position, without its
 /// "[json.exception...]" prefix) for anything that is not acceptable JSON.

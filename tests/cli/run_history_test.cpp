@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <fstream>
 #include <thread>
 
 extern char** environ;
@@ -156,6 +157,58 @@ TEST(RunHistory, Issue30_AnUnwritableStoreIsSaidOnceAndTheRunGoesOnAndNoRecordKe
   const Command quiet = run_codefy("run " + toy().string() + " --no-record --data-dir " + dir.string());
   EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
   EXPECT_FALSE(fs::exists(dir / "runs.db"));
+}
+
+TEST(RunHistory, Issue30_RunsCompareSaysWhatDiffersAndExportWritesEveryPointAsCsv) {
+  const fs::path dir = testing::temp_dir("history-compare");
+  std::vector<std::string> ids;
+  for (const int epochs : {2, 3}) {
+    const Command c = run_codefy("run " + toy_with_epochs(dir, epochs).string() + " --data-dir " + dir.string());
+    ASSERT_EQ(c.exit_code, 0) << c.output;
+  }
+  const nlohmann::json runs =
+      nlohmann::json::parse(run_codefy("runs --json --data-dir " + dir.string()).output)["runs"];
+  ASSERT_EQ(runs.size(), 2u);
+  const std::string newer = runs[0]["id"], older = runs[1]["id"];
+
+  const Command text = run_codefy("runs compare " + older + " " + newer + " --data-dir " + dir.string());
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("What differs"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("train (TrainingLoop) epochs"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("Metrics"), std::string::npos) << text.output;
+  EXPECT_NE(text.output.find("train.total_epochs_run"), std::string::npos) << text.output;
+
+  const Command json = run_codefy("runs compare " + older + " " + newer + " --json --data-dir " + dir.string());
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const nlohmann::json c = nlohmann::json::parse(json.output);
+  nlohmann::json epochs;
+  for (const auto& d : c["differences"])
+    if (d["key"] == "train.params.epochs") epochs = d["values"];
+  EXPECT_EQ(epochs, nlohmann::json({2, 3})) << c["differences"].dump();
+  EXPECT_NE(run_codefy("runs compare " + older + " nope --data-dir " + dir.string()).exit_code, 0);
+  EXPECT_NE(run_codefy("runs compare " + older + " --data-dir " + dir.string()).exit_code, 0);  // one run
+
+  // The CSV holds every point `runs show` has, one a line, under a header.
+  const fs::path csv = dir / "series.csv";
+  const Command exported =
+      run_codefy("runs export " + newer + " --csv " + csv.string() + " --data-dir " + dir.string());
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const nlohmann::json shown =
+      nlohmann::json::parse(run_codefy("runs show " + newer + " --json --data-dir " + dir.string()).output);
+  size_t points = 0;
+  for (const auto& [name, values] : shown["series"].items()) points += values.size();
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "series,step,value,time");
+  size_t lines = 0, epoch_lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    if (line.rfind("epoch_loss,", 0) == 0) ++epoch_lines;
+  }
+  EXPECT_EQ(lines, points);
+  EXPECT_EQ(epoch_lines, 3u);
+  EXPECT_NE(run_codefy("runs export " + newer + " --data-dir " + dir.string()).exit_code, 0);  // no --csv
 }
 
 }  // namespace

@@ -35,6 +35,13 @@ TEST_F(ServerRunHistory, Issue30_ARunIsStillThereWithItsMetricsAfterARestart) {
   EXPECT_EQ(r->seed, 4u);
   EXPECT_EQ(history.series(id, {"epoch_loss"}).size(), 3u);
   EXPECT_EQ(get("/api/runs/no-such-run").status, 404);
+  // The new server's first run is recorded too: its id is not the earlier server's first run's.
+  const Reply again = post("/api/graph/run/history", {{"device", "cpu"}, {"seed", 4}});
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_NE(again.json["run_id"], id);
+  EXPECT_TRUE(history.get(again.json["run_id"].get<std::string>())) << again.json["run_id"];
+  EXPECT_EQ(history.get(again.json["run_id"].get<std::string>())->status, "completed");
+  ASSERT_EQ(request(http::verb::delete_, "/api/runs/" + again.json["run_id"].get<std::string>()).status, 200);
 
   // Listed with the queue's runs, filtered, its series thinned, then deleted.
   const Reply list = get("/api/runs?history=1&graph=history&status=completed");
@@ -82,6 +89,48 @@ TEST_F(ServerRunHistory, Issue30_PagesOfTheHistoryFollowTheCursorNewestFirst) {
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"old-4", "old-3", "old-2", "old-1", "old-0"}));
   EXPECT_TRUE(get("/api/runs").json["runs"].empty());  // the queue alone unless history=1
+}
+
+TEST_F(ServerRunHistory, Issue30_TwoRunsWithDifferentLearningRatesAreComparedSideBySide) {
+  std::vector<std::string> ids;
+  for (const double lr : {0.01, 0.03}) {
+    const json g = testing::mlp_training_graph("cmp", 3, 8, 2, {{"n_samples", 32}, {"n_features", 3}},
+                                               {{"batch_size", 8}}, {{"type", "SGD"}, {"lr", lr}}, {{"epochs", 2}});
+    ASSERT_EQ(post("/api/graph/save", g).status, 200);
+    const Reply run = post("/api/graph/run/cmp", {{"device", "cpu"}, {"seed", 4}});
+    ASSERT_EQ(run.status, 200) << run.body;
+    ids.push_back(run.json["run_id"]);
+  }
+  // Both are still in the queue's memory: listed once each, with what the history knows of them.
+  const Reply list = get("/api/runs?history=1&graph=cmp");
+  ASSERT_EQ(list.json["runs"].size(), 2u) << list.body;
+  for (const auto& r : list.json["runs"]) {
+    EXPECT_EQ(r["graph"], "cmp");
+    EXPECT_TRUE(r.contains("worker")) << r.dump();  // the queue's fields too
+    EXPECT_TRUE(r["final_metrics"]["train"].contains("final_train_loss")) << r.dump();
+  }
+
+  const Reply c = get("/api/runs/compare?ids=" + ids[0] + "," + ids[1]);
+  ASSERT_EQ(c.status, 200) << c.body;
+  ASSERT_EQ(c.json["runs"].size(), 2u);
+  EXPECT_EQ(c.json["runs"][0]["run_id"], ids[0]);
+  ASSERT_EQ(c.json["differences"].size(), 1u) << c.body;  // same graph, seed and settings but the rate
+  EXPECT_EQ(c.json["differences"][0]["key"], "opt.params.lr");
+  EXPECT_EQ(c.json["differences"][0]["values"], json({0.01, 0.03}));
+  bool loss = false;
+  for (const auto& m : c.json["metrics"])
+    if (m["key"] == "train.final_train_loss") {
+      loss = true;
+      EXPECT_TRUE(m["values"][0].is_number() && m["values"][1].is_number()) << m.dump();
+      EXPECT_NE(m["values"][0], m["values"][1]);  // a different rate trains differently
+    }
+  EXPECT_TRUE(loss) << c.body;
+
+  EXPECT_EQ(get("/api/runs/compare?ids=" + ids[0]).status, 422);
+  EXPECT_EQ(get("/api/runs/compare").status, 422);
+  const Reply unknown = get("/api/runs/compare?ids=" + ids[0] + ",no-such-run");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_NE(unknown.body.find("no-such-run"), std::string::npos) << unknown.body;
 }
 
 }  // namespace

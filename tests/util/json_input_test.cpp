@@ -52,5 +52,26 @@ TEST(JsonInput, MalformedTextAndOverflowingNumbersAreBadInputWithoutNlohmannsPre
   EXPECT_EQ(parse_json("{\"a\": [1, 2.5, \"x\"]}")["a"][1].get<double>(), 2.5);
 }
 
+TEST(JsonInput, TypedFieldReadersNameTheFieldAndWhatCame) {
+  const auto body = nlohmann::json::parse(R"({"lr": 0.5, "epochs": 3, "name": "x", "deep": true, "bad": "3",
+                                              "none": null, "neg": -1})");
+  EXPECT_EQ(number_field(body, "lr"), 0.5);
+  EXPECT_EQ(number_field(body, "epochs"), 3.0);
+  EXPECT_EQ(number_field(body, "none"), std::nullopt);
+  EXPECT_EQ(number_field(body, "absent"), std::nullopt);
+  EXPECT_EQ(string_field(body, "name"), "x");
+  EXPECT_EQ(bool_field(body, "deep"), true);
+  EXPECT_EQ(uint_field(body, "epochs"), 3u);
+  try {
+    number_field(body, "bad");
+    FAIL() << "a number given as text was taken";
+  } catch (const JsonFieldError& e) {
+    EXPECT_EQ(e.field(), "bad");
+    EXPECT_NE(std::string(e.what()).find("\"bad\" must be a number, got"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(uint_field(body, "neg"), JsonFieldError);
+  EXPECT_THROW(string_field(body, "lr"), JsonFieldError);
+}
+
 }  // namespace
 }  // namespace codefy::util
