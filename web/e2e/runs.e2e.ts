@@ -2,8 +2,10 @@
 // serve` (see playwright.config.ts): the toy MLP run twice from the editor
 // with different learning rates shows in the panel (the current run while it
 // runs), the two compared (curves, the lr row of the settings that differ,
-// metrics), once in Traditional Chinese; one run deleted; the other's
-// snapshot opened, and run again. Screenshots land in e2e-results/.
+// metrics; in Traditional Chinese and the light theme too), one deleted; a
+// run of the command line, kept in the server's run history, opened in a tab
+// of its own and run again there. Screenshots land in e2e-results/.
+import { execFileSync } from 'node:child_process';
 import { expect, test, type APIRequestContext, type Page } from '@playwright/test';
 import { chooseLanguage, openExample, setParam, shot } from './helpers';
 
@@ -32,7 +34,7 @@ async function runToEnd(page: Page) {
   await expect(page.getByTestId('run')).toBeEnabled();
 }
 
-test('two runs with different learning rates: listed live, compared, one deleted, the other opened and run again', async ({ page, request }) => {
+test('two runs with different learning rates: listed live, compared, one deleted', async ({ page, request }) => {
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(e.message)); // a chart that throws while drawing fails the test
 
@@ -136,28 +138,54 @@ test('two runs with different learning rates: listed live, compared, one deleted
   expect(history.runs.filter((r) => r.run_id === second && r.from_history)).toEqual([]);
   await shot(page, 'runs-05-deleted');
 
-  // The first run's graph as it ran, in a tab of its own; then run again from there.
-  await page.getByTestId(`runs-open-${first}`).click();
-  await expect(panel).toBeHidden();
-  const snapshotTab = page.locator('[data-testid^="tab-"][role="tab"][data-active="true"]');
-  await expect(snapshotTab).toContainText(`Toy MLP @ ${first}`);
-  await expect(page.getByTestId('graph-name')).toHaveValue(`Toy MLP @ ${first}`);
-  await expect(page.getByTestId('param-optimizer-lr')).toHaveValue('0.05');
-  // "This graph" is now the snapshot's, which has no runs yet; all graphs list the first run again.
+  expect(errors).toEqual([]);
+});
+
+test('a run’s graph as it ran opens in a tab of its own and runs again there', async ({ page, request }) => {
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await openExample(page, 'toy-mlp');
   await page.getByTestId('runs-panel-toggle').click();
-  await expect(page.getByTestId('runs-empty')).toHaveText(`No runs of “Toy MLP @ ${first}” kept yet.`);
+  const panel = page.getByTestId('runs-panel');
+  await expect(panel).toHaveAttribute('data-loading', 'false');
+  const before = await rows(page).count();
+
+  // A run of the command line, kept in the run history this server keeps (its data folder; see playwright.config.ts).
+  execFileSync('../build/codefy', ['run', '../examples/toy-mlp/graph.json', '--data-dir', 'e2e-results/data', '--out', 'e2e-results/cli-out'], {
+    timeout: 90_000,
+    stdio: 'ignore',
+  });
+  const listed = (await (await request.get('/api/runs?history=1&source=cli&limit=1')).json()) as { runs: { run_id: string }[] };
+  const cli = listed.runs[0]!.run_id;
+  const short = cli.slice(-6); // "20261203-181500-3fa2b1": its random tail
+  await expect(rows(page)).toHaveCount(before + 1, { timeout: 30_000 }); // the panel asks every 10 s while nothing runs
+  await expect(page.getByTestId(`runs-row-${cli}`)).toContainText(short);
+
+  await page.getByTestId(`runs-open-${cli}`).click();
+  await expect(panel).toBeHidden();
+  await expect(page.locator('[role="tab"][data-active="true"]')).toContainText(`Toy MLP @ ${short}`);
+  await expect(page.getByTestId('graph-name')).toHaveValue(`Toy MLP @ ${short}`);
+  await expect(page.getByTestId('param-optimizer-lr')).toHaveValue('0.05');
+  await expect(page.getByTestId('node-train')).toBeVisible();
+  await shot(page, 'runs-07-snapshot-opened');
+
+  // "This graph" is now the snapshot's, which has no runs yet; all graphs list the run again.
+  await page.getByTestId('runs-panel-toggle').click();
+  await expect(page.getByTestId('runs-empty')).toHaveText(`No runs of “Toy MLP @ ${short}” kept yet.`);
   await page.getByTestId('runs-scope-all').click();
-  await expect(page.getByTestId(`runs-row-${first}`)).toBeVisible();
+  await expect(page.getByTestId(`runs-row-${cli}`)).toBeVisible();
   const total = await rows(page).count();
-  await page.getByTestId(`runs-rerun-${first}`).click();
+  await page.getByTestId(`runs-rerun-${cli}`).click();
   await expect(rows(page)).toHaveCount(total + 1, { timeout: 30_000 });
   const rerun = await idOf(rows(page).first());
-  await expect(page.getByTestId(`runs-row-${rerun}`)).toContainText(`Toy MLP @ ${first}`);
-  await expect(page.getByTestId(`runs-row-${rerun}`)).toHaveAttribute('data-status', 'completed', { timeout: 90_000 });
-  await expect(page.getByTestId('graph-name')).toHaveValue(`Toy MLP @ ${first}`);
-  await expect(page.getByTestId('tab-bar').getByRole('tab')).toHaveCount(3); // the graph, the snapshot opened, the one run again
-  await shot(page, 'runs-06-rerun');
+  const rerunRow = page.getByTestId(`runs-row-${rerun}`);
+  await expect(rerunRow).toContainText(`Toy MLP @ ${short}`);
+  await expect(rerunRow).toContainText('this editor');
+  await expect(rerunRow).toHaveAttribute('data-status', 'completed', { timeout: 90_000 });
+  await expect(page.getByTestId('graph-name')).toHaveValue(`Toy MLP @ ${short}`);
+  await expect(page.getByTestId('tab-bar').getByRole('tab')).toHaveCount(3); // the example, the snapshot opened, the one run again
+  await shot(page, 'runs-08-run-again');
 
-  await resetState(request, `Toy MLP @ ${first}`);
+  await resetState(request, `Toy MLP @ ${short}`);
   expect(errors).toEqual([]);
 });

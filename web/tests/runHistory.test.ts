@@ -54,6 +54,7 @@ describe('rows of the run history', () => {
   it('short ids: a queue’s id whole, a history id by its random tail', () => {
     expect(shortRunId('run-12')).toBe('run-12');
     expect(shortRunId('run-123456789')).toBe('run-123456789');
+    expect(shortRunId('run-5c0ffe-12')).toBe('run-5c0ffe-12');
     expect(shortRunId('20261101-140322-3fa2b1')).toBe('3fa2b1');
     expect(shortRunId('a-very-long-id-without-hex-tail-zz')).toBe('-tail-zz');
   });

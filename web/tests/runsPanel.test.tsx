@@ -315,7 +315,7 @@ describe('the Runs panel', () => {
       fireEvent.click(screen.getByTestId(`runs-open-${A}`));
       await new Promise((r) => setTimeout(r, 10));
     });
-    expect(screen.getByTestId('runs-notice').textContent).toBe(`Could not open the graph of ${A}: the run history keeps no graph for it`);
+    expect(screen.getByTestId('runs-notice').textContent).toBe(`Could not open the graph of ${A}: the server did not send the graph it ran`);
   });
 
   it('speaks Traditional Chinese', async () => {

@@ -495,7 +495,7 @@ export const en = {
   'runs.deleteFailed': 'Could not delete {id}: {error}',
   'runs.openFailed': 'Could not open the graph of {id}: {error}',
   'runs.rerunFailed': 'Could not re-run {id}: {error}',
-  'runs.noSnapshot': 'the run history keeps no graph for it',
+  'runs.noSnapshot': 'the server did not send the graph it ran',
   'runs.selected': '{count} selected',
   'runs.selectTwo': 'Tick two or more runs to compare them.',
   'runs.clear': 'Clear',

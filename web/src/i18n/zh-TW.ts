@@ -497,7 +497,7 @@ export const zhTW: Messages = {
   'runs.deleteFailed': '無法刪除 {id}：{error}',
   'runs.openFailed': '無法開啟 {id} 的圖：{error}',
   'runs.rerunFailed': '無法重新執行 {id}：{error}',
-  'runs.noSnapshot': '執行紀錄沒有保留它的圖',
+  'runs.noSnapshot': '伺服器沒有送來它執行時的圖',
   'runs.selected': '已選取 {count} 個',
   'runs.selectTwo': '勾選兩個以上的執行來比較。',
   'runs.clear': '清除',

@@ -6,7 +6,7 @@ import type { HistoryEntry } from '../api/runs';
 /** A run row as the table shows it; null where the run does not say. */
 export interface HistoryRow {
   id: string;
-  /** The id short enough for a legend: "run-12" as it is, "20261101-140322-3fa2b1" as "3fa2b1". */
+  /** The id short enough for a legend: a server's "run-5c0ffe-12" as it is, the command line's "20261101-140322-3fa2b1" as "3fa2b1". */
   short: string;
   graph: string | null;
   status: string;
@@ -39,9 +39,9 @@ export const isActive = (status: string) => ACTIVE_STATUSES.has(status);
 /** The statuses the status filter offers (the history's, and the queue's two). */
 export const HISTORY_STATUSES = ['queued', 'running', 'completed', 'failed', 'stopped', 'interrupted'] as const;
 
-/** An id short enough for a legend or a tab name: the random tail of a history id, a queue's id whole. */
+/** An id short enough for a legend or a tab name: a server's id whole ("run-<server tag>-<n>"), the random tail of another. */
 export function shortRunId(id: string): string {
-  if (id.length <= 10 || /^run-\d+$/.test(id)) return id;
+  if (id.length <= 10 || /^run-(?:[0-9a-f]+-)?\d+$/.test(id)) return id;
   const tail = /-([0-9a-f]{4,})$/i.exec(id)?.[1];
   return tail ?? id.slice(-8);
 }
