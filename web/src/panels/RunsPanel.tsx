@@ -184,7 +184,9 @@ export function RunsPanel() {
   }, [s.open]);
 
   // Another tab shown, or the graph renamed: this graph's runs are asked for again.
-  useEffect(() => useRunHistory.getState().graphChanged(), [graphName]);
+  useEffect(() => {
+    useRunHistory.getState().graphChanged();
+  }, [graphName]);
 
   // A run of this editor starting or ending: asked about at once (opening the panel asks already).
   const seenRuns = useRef(editorRuns);
