@@ -1,5 +1,5 @@
 import { ReactFlowProvider } from '@xyflow/react';
-import { useEffect } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import { Canvas } from './canvas/Canvas';
 import { BottomPanel } from './panels/BottomPanel';
 import { FilesDialog } from './panels/FilesDialog';
@@ -15,11 +15,16 @@ import { Toolbar } from './panels/Toolbar';
 import { useDocument } from './store/document';
 import { init } from './store/editor';
 import { usePanels } from './store/panels';
+import { useRunHistory } from './store/runHistory';
+
+/** The Runs panel and its compare view, fetched the first time it opens. */
+const RunsPanel = lazy(() => import('./panels/RunsPanel').then((m) => ({ default: m.RunsPanel })));
 
 export function App() {
   const filesOpen = usePanels((s) => s.filesOpen);
   const bottomOpen = usePanels((s) => s.bottomOpen);
   const name = useDocument((s) => s.meta.name);
+  const runsOpen = useRunHistory((s) => s.open);
 
   useEffect(() => {
     void init();
@@ -39,6 +44,11 @@ export function App() {
           <Canvas />
           <SidePanel />
           <ServerPanel />
+          {runsOpen && (
+            <Suspense fallback={null}>
+              <RunsPanel />
+            </Suspense>
+          )}
         </main>
         <BottomPanel />
         {filesOpen && <FilesDialog />}

@@ -223,6 +223,7 @@ describe('tabs', () => {
     expect(draftKey({ kind: 'example', path: 'toy-mlp' })).toBe('example:toy-mlp');
     expect(draftKey({ kind: 'saved', name: 'a' })).toBe('saved:a');
     expect(draftKey({ kind: 'new' })).toBe(draftKey({ kind: 'file', filename: 'x.json' }));
+    expect(draftKey({ kind: 'run', runId: 'run-3' })).toBe('run:run-3'); // a run's snapshot keeps its own
   });
 });
 

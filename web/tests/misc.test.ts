@@ -5,7 +5,7 @@ import { layoutPositions } from '../src/graph/layout';
 import { shapeOf } from '../src/graph/ports';
 import { deviceOptionLabel, fileNameFor } from '../src/panels/Toolbar';
 import { groupDefinitions } from '../src/panels/Palette';
-import { searchFor, sourceFromSearch } from '../src/store/url';
+import { exampleOf, searchFor, sourceFromSearch } from '../src/store/url';
 import { defsByName, exampleGraphs, nodeDefs } from './helpers';
 
 describe('layout', () => {
@@ -52,6 +52,12 @@ describe('the address', () => {
     expect(searchFor({ kind: 'example', path: 'a/b' }, '?graph=x&debug=1')).toBe('?debug=1&example=a%2Fb');
     expect(sourceFromSearch(searchFor({ kind: 'example', path: 'a/b' }))).toEqual({ kind: 'example', path: 'a/b' });
     expect(searchFor({ kind: 'file', filename: 'g.json' }, '?example=x')).toBe('');
+    // A run's snapshot has no address; it runs in its example's folder when it was an example's run.
+    expect(searchFor({ kind: 'run', runId: 'run-3', example: 'toy-mlp' }, '?example=x')).toBe('');
+    expect(exampleOf({ kind: 'run', runId: 'run-3', example: 'toy-mlp' })).toBe('toy-mlp');
+    expect(exampleOf({ kind: 'run', runId: 'run-3' })).toBeUndefined();
+    expect(exampleOf({ kind: 'example', path: 'iris-classifier' })).toBe('iris-classifier');
+    expect(exampleOf({ kind: 'saved', name: 'a' })).toBeUndefined();
   });
 });
 

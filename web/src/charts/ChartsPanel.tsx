@@ -17,19 +17,9 @@ import {
 } from './chartData';
 import { plotOptions } from './plotOptions';
 import { RunFacts } from './RunFacts';
+import { cssVar, loadUPlot, type UPlotCtor } from './uplot';
 
-type UPlotCtor = typeof uPlotType;
 const LEGEND = 30; // px under the plot for uPlot's legend
-let loading: Promise<UPlotCtor> | null = null;
-
-/** uPlot and its CSS, fetched the first time a chart has something to draw (not part of the first screen). */
-function loadUPlot(): Promise<UPlotCtor> {
-  loading ??= Promise.all([import('uplot'), import('uplot/dist/uPlot.min.css')]).then(([m]) => m.default);
-  return loading;
-}
-
-const cssVar = (name: string, fallback: string) =>
-  getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 
 const TEST_ID: Record<ChartKind, string> = {
   loss: 'loss-chart',

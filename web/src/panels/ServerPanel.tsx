@@ -18,6 +18,7 @@ import {
   type RunRow,
   type StoreRow,
 } from '../store/serverRows';
+import { useRunHistory } from '../store/runHistory';
 import { openGraphStateId, RUNS_SHOWN, useServer } from '../store/serverStore';
 import '../styles/server.css';
 
@@ -36,7 +37,10 @@ export function ServerPanelToggle() {
       data-testid="server-panel-toggle"
       aria-pressed={open}
       title={t('server.toggleHint')}
-      onClick={() => useServer.getState().setOpen(!open)}
+      onClick={() => {
+        if (!open) useRunHistory.getState().setOpen(false); // both are drawers on the right
+        useServer.getState().setOpen(!open);
+      }}
     >
       {t('server.toggle')}
     </button>

@@ -9,6 +9,7 @@ import { usePanels } from '../store/panels';
 import { usePreferences } from '../store/preferences';
 import { useRunSession, useShownRun } from '../store/runSession';
 import { RecordOutputsToggle } from '../inspector/Inspector';
+import { RunsPanelToggle } from './RunsPanelToggle';
 import { ServerPanelToggle } from './ServerPanel';
 
 const GIB = 1024 ** 3;
@@ -171,6 +172,7 @@ export function Toolbar() {
       <button type="button" className="stop" data-testid="stop" onClick={() => run.stopRun()} disabled={!running}>
         ■ {phase === 'stopping' ? t('toolbar.stopping') : t('toolbar.stop')}
       </button>
+      <RunsPanelToggle />
       <ServerPanelToggle />
       <span
         className={`socket-dot ${socket}`}

@@ -62,6 +62,7 @@ export function isBlankDoc(d: Pick<GraphDoc, 'source' | 'unsaved' | 'nodes'>): b
 function sameSource(a: GraphSource, b: GraphSource): boolean {
   if (a.kind === 'example' && b.kind === 'example') return a.path === b.path;
   if (a.kind === 'saved' && b.kind === 'saved') return a.name === b.name;
+  if (a.kind === 'run' && b.kind === 'run') return a.runId === b.runId;
   return false;
 }
 

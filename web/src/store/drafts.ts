@@ -21,6 +21,7 @@ export interface Draft {
 export function draftKey(source: GraphSource): string {
   if (source.kind === 'example') return `example:${source.path}`;
   if (source.kind === 'saved') return `saved:${source.name}`;
+  if (source.kind === 'run') return `run:${source.runId}`;
   return 'scratch';
 }
 

@@ -4,6 +4,7 @@
 // and this browser's drafts in step with the document, and resets every
 // store for tests.
 import * as api from '../api';
+import { getHistoryRecord } from '../api/runs';
 import type { MemoryPlan, PlanOption } from '../api/types';
 import { anyOverlap, estimateSize } from '../graph/geometry';
 import { emptyGraph, GraphFileError, graphToFlow } from '../graph/graphJson';
@@ -16,7 +17,9 @@ import { draftKey, keepDrafts, readDrafts, writeDraft } from './drafts';
 import { initialMemoryPlan, useMemoryPlan } from './memoryPlan';
 import { describeError, initialMessages, useMessages, type MessageLevel } from './messages';
 import { initialPanels, usePanels } from './panels';
+import { shortRunId } from './historyRows';
 import { initialPreferences, usePreferences } from './preferences';
+import { initialRunHistory, useRunHistory } from './runHistory';
 import { initialRunSession, useRunSession } from './runSession';
 import { showInAddress, sourceFromSearch, type GraphSource } from './url';
 
@@ -197,6 +200,45 @@ export async function saveGraph(): Promise<void> {
   }
 }
 
+/** The name a run's snapshot opens under: "<graph> @ <short id>" (a snapshot of a snapshot is not named twice). */
+export function snapshotName(graph: string, runId: string): string {
+  return `${snapshotBase(graph) || t('graph.untitled')} @ ${shortRunId(runId)}`;
+}
+
+/** The graph a snapshot's name is of: "Toy MLP @ 3fa2b1" → "Toy MLP". */
+const snapshotBase = (name: string) => name.replace(/ @ \S+$/, '').trim();
+
+/**
+ * Opens a run's graph snapshot (GET /api/runs/{id}) in a tab named
+ * "<graph> @ <short id>"; with `run`, in a new tab, and starts it there as
+ * Run does. A snapshot already open shows its tab. The snapshot of an
+ * example's run runs in that example's folder (its data files). False when
+ * there is no snapshot to open; the Runs panel and a toast say why.
+ */
+export async function openRunSnapshot(runId: string, run = false): Promise<boolean> {
+  const failed = (error: string) => {
+    const text = t(run ? 'runs.rerunFailed' : 'runs.openFailed', { id: runId, error });
+    useRunHistory.getState().say({ level: 'error', text });
+    complain(text);
+    return false;
+  };
+  if (!run && showOpen({ kind: 'run', runId })) return true;
+  let record;
+  try {
+    record = await getHistoryRecord(runId);
+  } catch (e) {
+    return failed(describeError(e));
+  }
+  const snapshot = record.graph_snapshot;
+  if (!snapshot || typeof snapshot !== 'object' || !Array.isArray(snapshot.nodes)) return failed(t('runs.noSnapshot'));
+  const graphName = typeof snapshot.name === 'string' && snapshot.name ? snapshot.name : (record.graph ?? '');
+  const example = useCatalogue.getState().examples.find((e) => e.name === snapshotBase(graphName))?.path;
+  const source: GraphSource = { kind: 'run', runId, ...(example ? { example } : {}) };
+  if (!(await openGraph({ ...snapshot, name: snapshotName(graphName, runId) }, source, 'newTab'))) return false;
+  if (run) await useRunSession.getState().runGraph();
+  return true;
+}
+
 /** Closes a tab (asking first when it has unsaved changes); false when it stays open. */
 export function closeTab(id: number): boolean {
   const doc = useDocument.getState();
@@ -268,5 +310,7 @@ export function resetEditorForTests(): void {
   usePreferences.setState(initialPreferences());
   usePanels.setState(initialPanels());
   useMemoryPlan.setState(initialMemoryPlan());
+  useRunHistory.getState().setOpen(false);
+  useRunHistory.setState(initialRunHistory());
   drafts.cancel();
 }

@@ -10,6 +10,7 @@ import { t } from '../i18n';
 import { useDocument } from './document';
 import { describeError, useMessages, type NewMessage } from './messages';
 import { formatBytes } from './serverRows';
+import { exampleOf } from './url';
 
 /** The share of the device's memory a plan keeps free unless told otherwise. */
 export const DEFAULT_MARGIN = 0.1;
@@ -116,12 +117,13 @@ export const useMemoryPlan = create<MemoryPlanState>()((set, get) => ({
     const graph = doc.exportGraph();
     const device = doc.device;
     const margin = DEFAULT_MARGIN;
+    const example = exampleOf(doc.source);
     const target = get().targets[tab];
     const options: PlanOptions = {
       margin,
       device,
       ...(target ? { target_effective_batch: target } : {}),
-      ...(doc.source.kind === 'example' ? { example: doc.source.path } : {}),
+      ...(example ? { example } : {}),
     };
     set((s) => ({ planning: tab, errors: without(s.errors, tab) }));
     // The TrainingLoop shown (the selected one, else the first) shows the plan under way, then its result.

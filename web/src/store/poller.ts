@@ -1,6 +1,7 @@
 // Calls a task now and then every `intervalMs` after each call has settled,
 // so a slow server never has two polls in flight; stop() ends it, and a call
-// in flight when it stopped schedules nothing.
+// in flight when it stopped schedules nothing. `intervalMs` may be a function,
+// asked after each call (to poll faster while something is under way).
 
 export interface Poller {
   start(): void;
@@ -8,7 +9,7 @@ export interface Poller {
   readonly running: boolean;
 }
 
-export function createPoller(task: () => Promise<void>, intervalMs: number): Poller {
+export function createPoller(task: () => Promise<void>, intervalMs: number | (() => number)): Poller {
   let timer: ReturnType<typeof setTimeout> | null = null;
   let generation = 0; // bumped by start and stop: a call from an earlier start does not schedule the next
   let running = false;
@@ -20,7 +21,8 @@ export function createPoller(task: () => Promise<void>, intervalMs: number): Pol
     } catch {
       // The task reports its own failures; polling goes on.
     }
-    if (running && gen === generation) timer = setTimeout(() => void tick(gen), intervalMs);
+    if (running && gen === generation)
+      timer = setTimeout(() => void tick(gen), typeof intervalMs === 'function' ? intervalMs() : intervalMs);
   };
 
   return {

@@ -14,6 +14,7 @@ import { noFitWarnings, useMemoryPlan } from './memoryPlan';
 import { describeError, useMessages, type NewMessage } from './messages';
 import { usePanels } from './panels';
 import { idleRun, markIssues, reduceRun, settleRunning, startRun, type RunState } from './runReducer';
+import { exampleOf } from './url';
 
 /** A param field holding text that is not a good value (the text is the field's, not the graph's). */
 export interface DraftError {
@@ -259,6 +260,7 @@ export const useRunSession = create<RunSessionState>()((set, get) => {
       // What changed since the last run, as the document is now (edits made meanwhile included).
       const now = useDocument.getState();
       const changed = Object.keys(now.changed).filter((nid) => now.nodes.some((n) => n.id === nid));
+      const example = exampleOf(now.source);
       const message: ExecuteMessage = {
         ...graph,
         action: 'execute',
@@ -268,7 +270,7 @@ export const useRunSession = create<RunSessionState>()((set, get) => {
         record_outputs: recordOutputsFor(id),
         weights_persistent: true,
         ...(changed.length ? { changed_nodes: changed } : {}),
-        ...(now.source.kind === 'example' ? { example: now.source.path } : {}),
+        ...(example ? { example } : {}),
       };
       if (!ws.send(message)) {
         ended(tab, 'error');

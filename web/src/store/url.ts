@@ -4,7 +4,16 @@ export type GraphSource =
   | { kind: 'example'; path: string }
   | { kind: 'saved'; name: string }
   | { kind: 'file'; filename: string }
+  /** A run's graph snapshot from the run history; `example`: the example it was a run of (its files resolve there). */
+  | { kind: 'run'; runId: string; example?: string }
   | { kind: 'new' };
+
+/** The example whose folder a graph's relative file paths resolve in, if any (the execute message's and the planner's `example`). */
+export function exampleOf(source: GraphSource): string | undefined {
+  if (source.kind === 'example') return source.path;
+  if (source.kind === 'run') return source.example;
+  return undefined;
+}
 
 /** What the address asks to open; `new` when it names nothing. */
 export function sourceFromSearch(search: string): GraphSource {
