@@ -249,6 +249,8 @@ struct ExecuteFields {
   bool weights_persistent = true;  // CodefyUI's default: modules carry over between runs
   bool record_outputs = false;
   bool verbose = false;
+  /// "client": Codefy's editor says "codefy"; CodefyUI's own client sends none.
+  std::string client;
 };
 
 ExecuteFields read_execute_fields(const nlohmann::json& msg) {
@@ -260,6 +262,7 @@ ExecuteFields read_execute_fields(const nlohmann::json& msg) {
   f.weights_persistent = util::bool_field(msg, "weights_persistent").value_or(true);
   f.record_outputs = util::bool_field(msg, "record_outputs").value_or(false);
   f.verbose = util::bool_field(msg, "verbose").value_or(false);
+  f.client = util::string_field(msg, "client").value_or("");
   if (const auto it = msg.find("changed_nodes"); it != msg.end() && !it->is_null()) {
     if (!it->is_array())
       throw util::JsonFieldError("changed_nodes",
@@ -320,6 +323,7 @@ void WsExecution::execute(const std::shared_ptr<Connection>& c, const nlohmann::
   run.record_outputs = fields.record_outputs;
   run.verbose = fields.verbose;
   run.outputs_id = fields.client_run_id;
+  run.source = fields.client == "codefy" ? "editor" : "codefyui";  // for the run history
   auto listener = std::make_shared<EditorRun>(c, ticket, choice.warnings);
   std::string run_id;
   try {

@@ -253,6 +253,8 @@ export interface ExecuteMessage extends GraphJson {
   weights_persistent: boolean;
   /** The example the graph was opened from (Codefy's field): relative file paths resolve in its folder. */
   example?: string;
+  /** Codefy's field: this editor, so the run history tells its runs from CodefyUI's client's. */
+  client: 'codefy';
 }
 
 // ── POST /api/graph/plan (the memory planner) ────────────────────────────────

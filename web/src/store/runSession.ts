@@ -269,6 +269,7 @@ export const useRunSession = create<RunSessionState>()((set, get) => {
         run_id: id,
         record_outputs: recordOutputsFor(id),
         weights_persistent: true,
+        client: 'codefy',
         ...(changed.length ? { changed_nodes: changed } : {}),
         ...(example ? { example } : {}),
       };
