@@ -225,11 +225,13 @@ void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, cons
   const auto results = results_json(prepared, result, nodes::builtin());
   if (recorder) recorder->finish("completed", std::nullopt, results, peak_memory_json(result, results), artifacts);
   if (cmd.json) {
-    printer.emit_json({{"event", "execution_complete"},
-                       {"status", "ok"},
-                       {"seconds", result.seconds},
-                       {"results", results},
-                       {"peak_cpu_bytes", result.peak_cpu_bytes}});
+    nlohmann::json done = {{"event", "execution_complete"},
+                           {"status", "ok"},
+                           {"seconds", result.seconds},
+                           {"results", results},
+                           {"peak_cpu_bytes", result.peak_cpu_bytes}};
+    if (recorder) done["recording_seconds"] = recorder->busy_seconds();
+    printer.emit_json(done);
   } else {
     print_results(results);
     std::printf("Done in %.1f s\n", result.seconds);

@@ -151,6 +151,12 @@ void RunRecorder::on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::j
 void RunRecorder::on_progress(const NodeRef& n, const nlohmann::json& e) {
   if (next_) next_->on_progress(n, e);
   if (!active()) return;
+  const auto began = Clock::now();
+  struct Busy {
+    std::chrono::duration<double>& total;
+    Clock::time_point began;
+    ~Busy() { total += Clock::now() - began; }
+  } busy{busy_, began};
   const std::string kind = e.value("event", "");
   const double t = unix_now();
   auto add = [&](const char* name, const char* key, int64_t step) {
@@ -190,6 +196,7 @@ void RunRecorder::on_image(const NodeRef& n, const std::string& png) {
 void RunRecorder::finish(const std::string& status, const std::optional<RunError>& error, const nlohmann::json& results,
                          const nlohmann::json& peak_memory, const nlohmann::json& artifacts) {
   finished_ = true;
+  const auto began = Clock::now();
   run_.status = status;
   run_.error = error ? error->to_json() : nlohmann::json();
   run_.final_metrics = results;
@@ -201,6 +208,7 @@ void RunRecorder::finish(const std::string& status, const std::optional<RunError
   flush();
   guarded([&] { store_->finish_run(run_); });
   tensorboard_guarded([&] { tensorboard_->finish(run_); });
+  busy_ += Clock::now() - began;
 }
 
 }  // namespace codefy
