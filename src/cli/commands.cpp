@@ -218,6 +218,57 @@ void join_world(const distributed::WorldInfo& world, const RunCommand& cmd, RunS
   settings.data_parallel = std::make_shared<distributed::ProcessGroup>(world, options);
 }
 
+/// A warning on stderr, or as a JSON line with --json.
+void say_warning(const RunCommand& cmd, Printer& printer, const std::string& message) {
+  if (cmd.json)
+    printer.emit_json({{"event", "warning"}, {"message", message}});
+  else
+    std::fprintf(stderr, "warning: %s\n", message.c_str());
+}
+
+/// What runs, with what seed, threads and BLAS (a JSON line with --json).
+void announce_run(const RunCommand& cmd, Printer& printer, const PreparedGraph& prepared, int threads) {
+  const auto blas = device::blas_info();
+  if (cmd.json) {
+    printer.emit_json({{"event", "execution_start"},
+                       {"graph", prepared.graph.name},
+                       {"nodes", prepared.plan.order},
+                       {"seed", cmd.seed},
+                       {"threads", threads},
+                       {"blas", blas.name}});
+    return;
+  }
+  std::printf("Running \"%s\" (%zu nodes, seed %llu, %d threads, %s)\n", prepared.graph.name.c_str(),
+              prepared.plan.order.size(), static_cast<unsigned long long>(cmd.seed), threads, blas.name.c_str());
+  if (blas.is_reference)
+    std::printf("warning: the reference BLAS is loaded (%s); training will be slow. Run scripts/setup.sh.\n",
+                blas.path.c_str());
+}
+
+/// The run's recorder (rank 0 or a lone process) in front of the printer:
+/// the run history unless --no-record, and TensorBoard with --tensorboard;
+/// null when neither. A store that cannot be opened is said once and the run
+/// goes on unrecorded.
+std::unique_ptr<RunRecorder> start_recording(const RunCommand& cmd, Printer& printer, const PreparedGraph& prepared,
+                                             const nlohmann::json& snapshot, int world_size, int threads) {
+  if (cmd.no_record && cmd.tensorboard_dir.empty()) return nullptr;
+  auto say = [&cmd, &printer](const std::string& m) { say_warning(cmd, printer, m); };
+  std::shared_ptr<store::RunStore> store;
+  if (!cmd.no_record) try {
+      store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
+                                                store::Retention::from_env());
+    } catch (const std::exception& e) {
+      say(std::string("this run is not being recorded in the run history: ") + e.what());
+    }
+  store::RunRecord record = run_record(prepared, nodes::builtin(), snapshot, "cli", cmd.seed, cmd.device, world_size);
+  record.threads = threads;
+  auto recorder = std::make_unique<RunRecorder>(store, std::move(record), &printer, say);
+  if (!cmd.tensorboard_dir.empty()) recorder->write_tensorboard(cmd.tensorboard_dir);
+  if (cmd.json && recorder->recording())
+    printer.emit_json({{"event", "run_recorded"}, {"run_id", recorder->run_id()}, {"store", store->path().string()}});
+  return recorder;
+}
+
 /// A run that ended well: its pictures as files, its results printed (a JSON line with --json).
 void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result, Printer& printer,
                       RunRecorder* recorder) {
@@ -308,22 +359,7 @@ int run_graph(const RunCommand& cmd) {
     return report(RunErrorKind::kUsage, e.what());
   }
   const int threads = device::configure_threads(cmd.threads);
-  const auto blas = device::blas_info();
-  if (quiet) {
-  } else if (cmd.json) {
-    printer.emit_json({{"event", "execution_start"},
-                       {"graph", prepared.graph.name},
-                       {"nodes", prepared.plan.order},
-                       {"seed", cmd.seed},
-                       {"threads", threads},
-                       {"blas", blas.name}});
-  } else {
-    std::printf("Running \"%s\" (%zu nodes, seed %llu, %d threads, %s)\n", prepared.graph.name.c_str(),
-                prepared.plan.order.size(), static_cast<unsigned long long>(cmd.seed), threads, blas.name.c_str());
-    if (blas.is_reference)
-      std::printf("warning: the reference BLAS is loaded (%s); training will be slow. Run scripts/setup.sh.\n",
-                  blas.path.c_str());
-  }
+  if (!quiet) announce_run(cmd, printer, prepared, threads);
 
   RunSettings settings;
   settings.seed = cmd.seed;
@@ -331,12 +367,7 @@ int run_graph(const RunCommand& cmd) {
   if (!cmd.device.empty()) {  // parsed once here, so nodes get a device LibTorch accepts
     const auto choice =
         device::resolve_device(cmd.device, device::DeviceSource{prepared.graph.name, "", "", "--device"});
-    for (const auto& w : choice.warnings) {
-      if (cmd.json)
-        printer.emit_json({{"event", "warning"}, {"message", w}});
-      else
-        std::fprintf(stderr, "warning: %s\n", w.c_str());
-    }
+    for (const auto& w : choice.warnings) say_warning(cmd, printer, w);
     settings.device = choice.device.str();
   }
   settings.base_dir = prepared.graph.base_dir;
@@ -351,32 +382,9 @@ int run_graph(const RunCommand& cmd) {
   }
   settings.cancel = current_token();
   settings.observer = quiet ? nullptr : &printer;
-  // The run history (rank 0 or a lone process): a store that cannot be
-  // opened is said once and the run goes on unrecorded.
   std::unique_ptr<RunRecorder> recorder;
-  if (!quiet && (!cmd.no_record || !cmd.tensorboard_dir.empty())) {
-    auto say = [&](const std::string& m) {
-      if (cmd.json)
-        printer.emit_json({{"event", "warning"}, {"message", m}});
-      else
-        std::fprintf(stderr, "warning: %s\n", m.c_str());
-    };
-    std::shared_ptr<store::RunStore> store;
-    if (!cmd.no_record) try {
-        store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
-                                                  store::Retention::from_env());
-      } catch (const std::exception& e) {
-        say(std::string("this run is not being recorded in the run history: ") + e.what());
-      }
-    store::RunRecord record =
-        run_record(prepared, nodes::builtin(), snapshot, "cli", cmd.seed, cmd.device, world ? world->world_size : 1);
-    record.threads = threads;
-    recorder = std::make_unique<RunRecorder>(store, std::move(record), &printer, say);
-    if (!cmd.tensorboard_dir.empty()) recorder->write_tensorboard(cmd.tensorboard_dir);
-    if (recorder->active()) settings.observer = recorder.get();
-    if (cmd.json && recorder->recording())
-      printer.emit_json({{"event", "run_recorded"}, {"run_id", recorder->run_id()}, {"store", store->path().string()}});
-  }
+  if (!quiet) recorder = start_recording(cmd, printer, prepared, snapshot, world ? world->world_size : 1, threads);
+  if (recorder && recorder->active()) settings.observer = recorder.get();
   auto record_end = [&](const std::string& status, const std::optional<RunError>& error) {
     if (recorder)
       recorder->finish(status, error, nlohmann::json::object(), nlohmann::json::object(), nlohmann::json::array());

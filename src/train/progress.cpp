@@ -95,8 +95,8 @@ std::optional<BatchProgress> BatchProgress::from_json(const json& e) {
 }
 
 json EpochProgress::to_json() const {
-  json j = {{"event", "epoch"}, {"epoch", epoch}, {"total_epochs", total_epochs}, {"loss", loss},
-            {"lr", lr},         {"step", step},   {"seconds", seconds}};
+  json j = {{"event", "epoch"}, {"epoch", epoch},    {"total_epochs", total_epochs}, {"loss", loss}, {"lr", lr},
+            {"step", step},     {"seconds", seconds}};
   put(j, "grad_norm", grad_norm);
   put(j, "val_loss", val_loss);
   put(j, "val_accuracy", val_accuracy);
