@@ -3,7 +3,7 @@
 // as a list, or anything else (branches, merges), shown read-only. Pure
 // functions: every edit returns a new chain, and specOfChain writes the
 // nodes and edges back so they always agree.
-import type { LayerParamDefinition } from '../api/layers';
+import type { LayerParamDefinition, LayerTypeDefinition } from '../api/layers';
 
 export interface SpecPort {
   id: string;
@@ -119,6 +119,20 @@ export function newLayerId(chain: Chain, type: string): string {
   const taken = new Set([chain.input.id, chain.output.id, ...chain.layers.map((l) => l.id)]);
   const base = type.toLowerCase().replace(/[^a-z0-9_]/g, '_') || 'layer';
   for (let i = 1; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
+}
+
+/** A new layer of type `def` for `chain`: a fresh id, and its required params at their defaults. */
+export function newLayer(chain: Chain, def: LayerTypeDefinition): SpecNode {
+  const params: Record<string, unknown> = {};
+  for (const p of def.params) if (p.required) params[p.name] = p.default;
+  const node: SpecNode = { id: newLayerId(chain, def.type), type: def.type };
+  if (Object.keys(params).length > 0) node.params = params;
+  return node;
+}
+
+/** The spec's layers: its nodes but Input and Output. */
+export function innerNodes(spec: LayerSpec): SpecNode[] {
+  return spec.nodes.filter((n) => n.type !== 'Input' && n.type !== 'Output');
 }
 
 /** Inserts `layer` after the layer at `after` (-1: first). */

@@ -2,7 +2,8 @@
 // segments, the option to suggest, the param edits that apply an option,
 // whether a plan still describes the graph, and the measured peak to set
 // beside the prediction. Pure, so each rule is tested on its own.
-import type { GraphJson, MemoryPlan, PlanBreakdown, PlanOption } from '../api/types';
+import type { GraphJson, MemoryPlan, NodeDefinition, PlanBreakdown, PlanOption } from '../api/types';
+import type { CodefyNode } from './graphJson';
 
 /**
  * The bar's parts, in the order they are drawn: what stays for the run, then what grows with the
@@ -147,6 +148,21 @@ function stable(v: unknown): unknown {
         .map((k) => [k, stable((v as Record<string, unknown>)[k])]),
     );
   return v;
+}
+
+/** Whether some edit would change the graph as it is now (a param's absent value is its default). */
+export function editsPending(
+  edits: readonly ParamEdit[],
+  nodes: readonly CodefyNode[],
+  defs: Readonly<Record<string, NodeDefinition>>,
+): boolean {
+  return edits.some((e) => {
+    const node = nodes.find((n) => n.id === e.nodeId);
+    if (!node) return true;
+    const given = node.data.params[e.param];
+    const value = given ?? defs[node.data.nodeType]?.params.find((p) => p.name === e.param)?.default;
+    return String(value) !== String(e.value);
+  });
 }
 
 /**

@@ -1,21 +1,17 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState, type RefObject } from 'react';
 import { createPortal } from 'react-dom';
 import type { ShapeTraceResponse } from '../api/layers';
 import {
   chainOf,
-  formatShape,
   guessInputShape,
+  innerNodes,
   insertLayer,
-  moveLayer,
-  newLayerId,
-  parseShapeText,
+  newLayer,
   parseSpec,
-  removeLayer,
-  setLayerParam,
   specOfChain,
   specValue,
   type Chain,
-  type SpecNode,
+  type Parsed,
 } from '../graph/layerSpec';
 import { t, useLocale } from '../i18n';
 import { localizeLayerType } from '../i18n/nodeText';
@@ -23,18 +19,17 @@ import { useDocument } from '../store/document';
 import { useLayerStore } from '../store/layerStore';
 import '../styles/layers.css';
 import { AddLayer } from './AddLayer';
-import { count, LayerRow } from './LayerRow';
+import { LayerList } from './LayerList';
+import { LayerToolbar } from './LayerToolbar';
 import { RawSpec } from './RawSpec';
-
-/** How long the spec must stay unchanged before its shapes are asked for. */
-const TRACE_DELAY_MS = 300;
+import { useInputShape, useShapeTrace } from './useShapeTrace';
 
 /** In the side panel, for SequentialModel's `layers`: opens the layer editor. */
 export function LayerEditorLauncher(props: { nodeId: string; value: unknown; onChange(value: unknown): void }) {
   useLocale(); // re-render in the chosen language
   const [open, setOpen] = useState(false);
   const parsed = parseSpec(props.value);
-  const layers = parsed.ok ? parsed.spec.nodes.filter((n) => n.type !== 'Input' && n.type !== 'Output').length : 0;
+  const layers = parsed.ok ? innerNodes(parsed.spec).length : 0;
   return (
     <div className="layer-launcher">
       <button
@@ -58,6 +53,45 @@ interface LayerEditorProps {
   onClose(): void;
 }
 
+/** The open graph's guess at the sample's sizes, as text. */
+function initialShapeText(parsed: Parsed): string {
+  const nodes = useDocument.getState().nodes.map((n) => ({ type: n.data.nodeType, params: n.data.params }));
+  return guessInputShape(nodes, parsed.ok ? parsed.spec : null).join(', ');
+}
+
+/** On opening: the layer types asked for, the dialog focused, and Escape closes it. */
+function useDialogOpened(dialog: RefObject<HTMLDivElement | null>, onClose: () => void) {
+  useEffect(() => {
+    void useLayerStore.getState().loadTypes();
+    dialog.current?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') onClose();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [dialog, onClose]);
+}
+
+/** The trace's problem when no listed row shows it: the request failed, or it stopped outside the layers. */
+function TraceProblems({ parsed, trace, problem }: { parsed: Parsed; trace: ShapeTraceResponse | null; problem: string | null }) {
+  const errorId = trace?.error?.node_id ?? null;
+  const failedNodeShown = errorId !== null && parsed.ok && innerNodes(parsed.spec).some((n) => n.id === errorId);
+  return (
+    <>
+      {problem && (
+        <p className="layer-problem" role="alert" data-testid="layer-error">
+          {t('layers.traceFailed', { error: problem })}
+        </p>
+      )}
+      {trace?.error && !failedNodeShown && (
+        <p className="layer-problem" role="alert" data-testid="layer-error">
+          {trace.error.message}
+        </p>
+      )}
+    </>
+  );
+}
+
 /**
  * SequentialModel's layers as a list in evaluation order, each with its
  * params, output shape and weight count for a sample input (from the
@@ -74,107 +108,15 @@ export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorPro
   const parsed = useMemo(() => parseSpec(value), [value]);
   const chain = useMemo(() => (parsed.ok ? chainOf(parsed.spec) : null), [parsed]);
   const [raw, setRaw] = useState(!parsed.ok);
-  const [shapeText, setShapeText] = useState(() => {
-    const nodes = useDocument.getState().nodes.map((n) => ({ type: n.data.nodeType, params: n.data.params }));
-    return guessInputShape(nodes, parsed.ok ? parsed.spec : null).join(', ');
-  });
-  const shapeKey = parseShapeText(shapeText)?.join(',') ?? '';
-  /** The sample's sizes (null when the text is not a shape): the same array while the sizes stay the same. */
-  const inputShape = useMemo(() => (shapeKey ? shapeKey.split(',').map(Number) : null), [shapeKey]);
-  const [trace, setTrace] = useState<ShapeTraceResponse | null>(null);
-  const [traceProblem, setTraceProblem] = useState<string | null>(null);
-  /** The spec and sample the shown trace (or its problem) answers. */
-  const [answered, setAnswered] = useState<{ spec: typeof parsed; shape: number[] } | null>(null);
-  const computing = parsed.ok && inputShape !== null && (answered?.spec !== parsed || answered.shape !== inputShape);
+  const [shapeText, setShapeText] = useState(() => initialShapeText(parsed));
+  const inputShape = useInputShape(shapeText);
+  const { trace, problem, computing } = useShapeTrace(parsed, inputShape);
   const [selected, setSelected] = useState<number | null>(null);
   const dialog = useRef<HTMLDivElement>(null);
-
-  useEffect(() => {
-    void useLayerStore.getState().loadTypes();
-    dialog.current?.focus();
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') onClose();
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [onClose]);
-
-  // Shapes: asked a moment after the spec or the sample stops changing; an older answer never wins.
-  useEffect(() => {
-    if (!parsed.ok || !inputShape) return;
-    const abort = new AbortController();
-    const timer = window.setTimeout(() => {
-      useLayerStore
-        .getState()
-        .traceShapes(parsed.spec, inputShape, abort.signal)
-        .then((r) => {
-          setTrace(r);
-          setTraceProblem(null);
-        })
-        .catch((e: unknown) => {
-          if (abort.signal.aborted) return;
-          setTrace(null);
-          setTraceProblem(e instanceof Error ? e.message : String(e));
-        })
-        .finally(() => {
-          if (!abort.signal.aborted) setAnswered({ spec: parsed, shape: inputShape });
-        });
-    }, TRACE_DELAY_MS);
-    return () => {
-      window.clearTimeout(timer);
-      abort.abort();
-    };
-  }, [parsed, inputShape]);
-
-  const byType = useMemo(() => new Map(types.map((d) => [d.type, d])), [types]);
-  const traced = new Map((trace?.nodes ?? []).map((n) => [n.id, n]));
-  const errorId = trace?.error?.node_id ?? null;
+  useDialogOpened(dialog, onClose);
 
   const commit = (next: Chain) => onChange(specValue(specOfChain(next), value));
-
-  const rowOf = (layer: SpecNode, index: number, editable: boolean) => {
-    const shape = traced.get(layer.id);
-    const failed = errorId === layer.id;
-    return (
-      <LayerRow
-        key={`${layer.id}:${index}`}
-        index={index}
-        layer={layer}
-        def={byType.get(layer.type)}
-        shape={shape?.output_shape ?? null}
-        params={shape?.params ?? null}
-        error={failed ? (trace?.error?.message ?? null) : null}
-        errorParam={failed ? (trace?.error?.param ?? null) : null}
-        editable={editable}
-        selected={selected === index}
-        last={chain ? index === chain.layers.length - 1 : true}
-        onSelect={() => setSelected(index)}
-        onParam={(name, v) => chain && commit(setLayerParam(chain, index, name, v))}
-        onMove={(delta) => {
-          if (!chain) return;
-          commit(moveLayer(chain, index, delta));
-          setSelected(index + delta);
-        }}
-        onRemove={() => {
-          if (!chain) return;
-          commit(removeLayer(chain, index));
-          setSelected(null);
-        }}
-      />
-    );
-  };
-
-  // A spec that is not a chain: its nodes in the server's evaluation order when known.
-  const readOnlyNodes = (): SpecNode[] => {
-    if (!parsed.ok) return [];
-    const inner = parsed.spec.nodes.filter((n) => n.type !== 'Input' && n.type !== 'Output');
-    if (!trace) return inner;
-    const order = new Map(trace.nodes.map((n, i) => [n.id, i]));
-    return [...inner].sort((a, b) => (order.get(a.id) ?? 1e9) - (order.get(b.id) ?? 1e9));
-  };
-
-  const failedNodeShown =
-    errorId !== null && parsed.ok && parsed.spec.nodes.some((n) => n.id === errorId && n.type !== 'Input' && n.type !== 'Output');
+  const selectedInChain = chain !== null && selected !== null && selected < chain.layers.length ? selected : null;
 
   return (
     <div className="dialog-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
@@ -195,73 +137,39 @@ export function LayerEditor({ nodeId, value, onChange, onClose }: LayerEditorPro
           </button>
         </header>
 
-        <div className="layer-toolbar">
-          <label className={`layer-input-shape${inputShape ? '' : ' invalid'}`} title={t('layers.inputShapeHint')}>
-            {t('layers.inputShape')}
-            <input
-              type="text"
-              data-testid="layer-input-shape"
-              value={shapeText}
-              spellCheck={false}
-              onChange={(e) => setShapeText(e.target.value)}
-            />
-          </label>
-          {!inputShape && <span className="layer-problem">{t('layers.inputShapeBad')}</span>}
-          <span className="layer-status muted">{computing ? t('layers.computing') : ''}</span>
-          <button
-            type="button"
-            data-testid="layer-raw-toggle"
-            aria-pressed={raw}
-            title={t('layers.rawHint')}
-            onClick={() => setRaw(!raw)}
-          >
-            {t('layers.raw')}
-          </button>
-        </div>
-
-        {traceProblem && (
-          <p className="layer-problem" role="alert" data-testid="layer-error">
-            {t('layers.traceFailed', { error: traceProblem })}
-          </p>
-        )}
-        {trace?.error && !failedNodeShown && (
-          <p className="layer-problem" role="alert" data-testid="layer-error">
-            {trace.error.message}
-          </p>
-        )}
+        <LayerToolbar
+          shapeText={shapeText}
+          onShapeText={setShapeText}
+          inputShape={inputShape}
+          computing={computing}
+          raw={raw}
+          onRaw={setRaw}
+        />
+        <TraceProblems parsed={parsed} trace={trace} problem={problem} />
 
         {raw || !parsed.ok ? (
           <RawSpec value={value} onChange={onChange} problem={parsed.ok ? null : parsed.error} />
         ) : (
           <>
             {!chain && <p className="muted">{t('layers.notChain')}</p>}
-            <ol className="layer-list">
-              <li className="layer-boundary muted">
-                {t('layers.input')} · {inputShape ? formatShape([1, ...inputShape]) : t('layers.noShape')}
-              </li>
-              {chain && chain.layers.length === 0 && <li className="muted">{t('layers.empty')}</li>}
-              {chain ? chain.layers.map((l, i) => rowOf(l, i, true)) : readOnlyNodes().map((l, i) => rowOf(l, i, false))}
-              <li className="layer-boundary muted" data-testid="layer-total">
-                {t('layers.output')} ·{' '}
-                {trace?.output_shape
-                  ? t('layers.total', { shape: formatShape(trace.output_shape), count: count(trace.total_params) })
-                  : trace?.error?.node_id
-                    ? t('layers.stopped', { node: trace.error.node_id })
-                    : t('layers.noShape')}
-              </li>
-            </ol>
+            <LayerList
+              spec={parsed.spec}
+              chain={chain}
+              types={types}
+              inputShape={inputShape}
+              trace={trace}
+              selected={selected}
+              onSelect={setSelected}
+              onCommit={commit}
+            />
             {chain && (
               <AddLayer
                 types={types}
                 status={typesStatus}
-                after={selected !== null && selected < chain.layers.length ? chain.layers[selected]!.id : null}
+                after={selectedInChain !== null ? chain.layers[selectedInChain]!.id : null}
                 onAdd={(def) => {
-                  const after = selected !== null && selected < chain.layers.length ? selected : chain.layers.length - 1;
-                  const params: Record<string, unknown> = {};
-                  for (const p of def.params) if (p.required) params[p.name] = p.default;
-                  const node: SpecNode = { id: newLayerId(chain, def.type), type: def.type };
-                  if (Object.keys(params).length > 0) node.params = params;
-                  commit(insertLayer(chain, after, node));
+                  const after = selectedInChain ?? chain.layers.length - 1;
+                  commit(insertLayer(chain, after, newLayer(chain, def)));
                   setSelected(after + 1);
                 }}
               />
