@@ -39,7 +39,8 @@ torch::jit::Module torchscript_module(const nlohmann::json& spec, const torch::n
 
 /// Saves torchscript_module(spec, model) to `path` (atomically; missing
 /// folders created), with the spec beside the code in the archive as the
-/// extra file "codefy/layer_spec.json". Throws as torchscript_module, and
+/// extra file "codefy_layer_spec.json" (read back with torch::jit::load's
+/// extra files, or torch.jit.load's _extra_files). Throws as torchscript_module, and
 /// codefy::Error naming the path when it can't be written.
 void save_torchscript(const nlohmann::json& spec, const torch::nn::Module& model, const std::filesystem::path& path);
 

@@ -302,7 +302,9 @@ void expect_torchscript_matches_codefy(const ExportCase& c) {
   codefy::testing::TempDir dir("export");
   const fs::path file = dir.path() / "torchscript.pt";
   save_torchscript(c.spec, *model, file);
-  torch::jit::Module loaded = torch::jit::load(file.string());
+  torch::jit::ExtraFilesMap extra{{"codefy_layer_spec.json", ""}};
+  torch::jit::Module loaded = torch::jit::load(file.string(), c10::nullopt, extra);
+  EXPECT_EQ(json::parse(extra.at("codefy_layer_spec.json")), c.spec) << "the spec travels in the archive";
   loaded.eval();
   for (int64_t batch : {1, 7}) {
     const Tensor x = c.input(batch);
