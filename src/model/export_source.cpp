@@ -66,6 +66,16 @@ std::string py_padding_mode(const torch::nn::detail::conv_padding_mode_t& mode) 
   return "\"" + name + "\"";
 }
 
+/// Whether LibTorch 1.13 pads this "same" convolution differently from
+/// PyTorch: with a padding mode other than zeros it pads first, and lists
+/// the amounts in dimension order where F.pad reads the last dimension first.
+bool same_padding_swapped(const torch::nn::detail::ConvNdOptions<2>& o) {
+  if (torch::enumtype::get_enum_name(o.padding_mode()) == "kZeros" ||
+      !export_code::variant_if<torch::enumtype::kSame>(o.padding()))
+    return false;
+  return (*o.dilation())[0] * ((*o.kernel_size())[0] - 1) != (*o.dilation())[1] * ((*o.kernel_size())[1] - 1);
+}
+
 template <size_t D, class Impl>
 std::string py_conv(const char* cls, const torch::nn::Module& module) {
   const auto& o = dynamic_cast<const Impl&>(module).options;
@@ -342,6 +352,14 @@ std::string pytorch_source(const nlohmann::json& spec, const std::string& class_
         expressions[i] = *e;
         continue;
       }
+      if (const auto* conv = dynamic_cast<const torch::nn::Conv2dImpl*>(built.module.get());
+          conv != nullptr && same_padding_swapped(conv->options))
+        throw ExportError(node.id, node.type, "padding",
+                          "LibTorch 1.13, which Codefy trains with, pads a \"same\" convolution with padding_mode " +
+                              py_padding_mode(conv->options.padding_mode()) +
+                              " height-amounts-first where PyTorch pads width first, so with a kernel (or "
+                              "dilation) that differs between height and width PyTorch's nn.Conv2d would compute "
+                              "another result; the TorchScript export keeps Codefy's");
       const std::string module = py_module(node.type, *built.module, blocks);
       if (module.empty()) throw ExportError(node.id, node.type, "", "has no PyTorch source code in Codefy yet");
       dict_entries.push_back("                " + string_literal(node.id) + ": " + module + ",");

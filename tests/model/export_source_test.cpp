@@ -449,6 +449,23 @@ TEST(ExportSource, Issue31_EmbeddingWithMaxNormHasNoTorchScriptAndTheErrorNamesT
   EXPECT_NE(pytorch_source(spec).find("max_norm=1.0"), std::string::npos);
 }
 
+TEST(ExportSource, Issue31_PyTorchSourceRefusesASameConvolutionLibTorchPadsTheOtherWay) {
+  // LibTorch 1.13 lists a non-zeros "same" padding in dimension order; F.pad
+  // reads the last dimension first. Codefy's model (and so its TorchScript)
+  // pads height by the width's amounts; PyTorch's nn.Conv2d would not.
+  const json spec = single_layer("Conv2d", {{"in_channels", 1},
+                                            {"out_channels", 2},
+                                            {"kernel_size", json::array({3, 1})},
+                                            {"padding", "same"},
+                                            {"padding_mode", "circular"}});
+  expect_spec_error([&] { pytorch_source(spec); }, "l", "padding", "TorchScript export keeps Codefy's");
+  expect_torchscript_matches_codefy({"same_circular", spec, export_randn({1, 5, 4})});
+  const json square = single_layer(
+      "Conv2d",
+      {{"in_channels", 1}, {"out_channels", 2}, {"kernel_size", 3}, {"padding", "same"}, {"padding_mode", "circular"}});
+  EXPECT_NE(pytorch_source(square).find("padding=\"same\""), std::string::npos);
+}
+
 TEST(ExportSource, Issue31_AMissingOrEmptySpecOrAnUnknownLayerIsAnError) {
   const train::ModelPtr model = build_sequential_model(single_layer("ReLU", json::object()));
   for (const json& spec : {json(), json::object(), json(""), json::parse(R"({"version":2,"nodes":[]})")}) {
