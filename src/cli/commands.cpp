@@ -218,6 +218,57 @@ void join_world(const distributed::WorldInfo& world, const RunCommand& cmd, RunS
   settings.data_parallel = std::make_shared<distributed::ProcessGroup>(world, options);
 }
 
+/// A warning on stderr, or as a JSON line with --json.
+void say_warning(const RunCommand& cmd, Printer& printer, const std::string& message) {
+  if (cmd.json)
+    printer.emit_json({{"event", "warning"}, {"message", message}});
+  else
+    std::fprintf(stderr, "warning: %s\n", message.c_str());
+}
+
+/// What runs, with what seed, threads and BLAS (a JSON line with --json).
+void announce_run(const RunCommand& cmd, Printer& printer, const PreparedGraph& prepared, int threads) {
+  const auto blas = device::blas_info();
+  if (cmd.json) {
+    printer.emit_json({{"event", "execution_start"},
+                       {"graph", prepared.graph.name},
+                       {"nodes", prepared.plan.order},
+                       {"seed", cmd.seed},
+                       {"threads", threads},
+                       {"blas", blas.name}});
+    return;
+  }
+  std::printf("Running \"%s\" (%zu nodes, seed %llu, %d threads, %s)\n", prepared.graph.name.c_str(),
+              prepared.plan.order.size(), static_cast<unsigned long long>(cmd.seed), threads, blas.name.c_str());
+  if (blas.is_reference)
+    std::printf("warning: the reference BLAS is loaded (%s); training will be slow. Run scripts/setup.sh.\n",
+                blas.path.c_str());
+}
+
+/// The run's recorder (rank 0 or a lone process) in front of the printer:
+/// the run history unless --no-record, and TensorBoard with --tensorboard;
+/// null when neither. A store that cannot be opened is said once and the run
+/// goes on unrecorded.
+std::unique_ptr<RunRecorder> start_recording(const RunCommand& cmd, Printer& printer, const PreparedGraph& prepared,
+                                             const nlohmann::json& snapshot, int world_size, int threads) {
+  if (cmd.no_record && cmd.tensorboard_dir.empty()) return nullptr;
+  auto say = [&cmd, &printer](const std::string& m) { say_warning(cmd, printer, m); };
+  std::shared_ptr<store::RunStore> store;
+  if (!cmd.no_record) try {
+      store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
+                                                store::Retention::from_env());
+    } catch (const std::exception& e) {
+      say(std::string("this run is not being recorded in the run history: ") + e.what());
+    }
+  store::RunRecord record = run_record(prepared, nodes::builtin(), snapshot, "cli", cmd.seed, cmd.device, world_size);
+  record.threads = threads;
+  auto recorder = std::make_unique<RunRecorder>(store, std::move(record), &printer, say);
+  if (!cmd.tensorboard_dir.empty()) recorder->write_tensorboard(cmd.tensorboard_dir);
+  if (cmd.json && recorder->recording())
+    printer.emit_json({{"event", "run_recorded"}, {"run_id", recorder->run_id()}, {"store", store->path().string()}});
+  return recorder;
+}
+
 /// A run that ended well: its pictures as files, its results printed (a JSON line with --json).
 void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, const RunResult& result, Printer& printer,
                       RunRecorder* recorder) {
@@ -225,11 +276,13 @@ void report_completed(const RunCommand& cmd, const PreparedGraph& prepared, cons
   const auto results = results_json(prepared, result, nodes::builtin());
   if (recorder) recorder->finish("completed", std::nullopt, results, peak_memory_json(result, results), artifacts);
   if (cmd.json) {
-    printer.emit_json({{"event", "execution_complete"},
-                       {"status", "ok"},
-                       {"seconds", result.seconds},
-                       {"results", results},
-                       {"peak_cpu_bytes", result.peak_cpu_bytes}});
+    nlohmann::json done = {{"event", "execution_complete"},
+                           {"status", "ok"},
+                           {"seconds", result.seconds},
+                           {"results", results},
+                           {"peak_cpu_bytes", result.peak_cpu_bytes}};
+    if (recorder) done["recording_seconds"] = recorder->busy_seconds();
+    printer.emit_json(done);
   } else {
     print_results(results);
     std::printf("Done in %.1f s\n", result.seconds);
@@ -306,22 +359,7 @@ int run_graph(const RunCommand& cmd) {
     return report(RunErrorKind::kUsage, e.what());
   }
   const int threads = device::configure_threads(cmd.threads);
-  const auto blas = device::blas_info();
-  if (quiet) {
-  } else if (cmd.json) {
-    printer.emit_json({{"event", "execution_start"},
-                       {"graph", prepared.graph.name},
-                       {"nodes", prepared.plan.order},
-                       {"seed", cmd.seed},
-                       {"threads", threads},
-                       {"blas", blas.name}});
-  } else {
-    std::printf("Running \"%s\" (%zu nodes, seed %llu, %d threads, %s)\n", prepared.graph.name.c_str(),
-                prepared.plan.order.size(), static_cast<unsigned long long>(cmd.seed), threads, blas.name.c_str());
-    if (blas.is_reference)
-      std::printf("warning: the reference BLAS is loaded (%s); training will be slow. Run scripts/setup.sh.\n",
-                  blas.path.c_str());
-  }
+  if (!quiet) announce_run(cmd, printer, prepared, threads);
 
   RunSettings settings;
   settings.seed = cmd.seed;
@@ -329,12 +367,7 @@ int run_graph(const RunCommand& cmd) {
   if (!cmd.device.empty()) {  // parsed once here, so nodes get a device LibTorch accepts
     const auto choice =
         device::resolve_device(cmd.device, device::DeviceSource{prepared.graph.name, "", "", "--device"});
-    for (const auto& w : choice.warnings) {
-      if (cmd.json)
-        printer.emit_json({{"event", "warning"}, {"message", w}});
-      else
-        std::fprintf(stderr, "warning: %s\n", w.c_str());
-    }
+    for (const auto& w : choice.warnings) say_warning(cmd, printer, w);
     settings.device = choice.device.str();
   }
   settings.base_dir = prepared.graph.base_dir;
@@ -349,32 +382,9 @@ int run_graph(const RunCommand& cmd) {
   }
   settings.cancel = current_token();
   settings.observer = quiet ? nullptr : &printer;
-  // The run history (rank 0 or a lone process): a store that cannot be
-  // opened is said once and the run goes on unrecorded.
   std::unique_ptr<RunRecorder> recorder;
-  if (!quiet && (!cmd.no_record || !cmd.tensorboard_dir.empty())) {
-    auto say = [&](const std::string& m) {
-      if (cmd.json)
-        printer.emit_json({{"event", "warning"}, {"message", m}});
-      else
-        std::fprintf(stderr, "warning: %s\n", m.c_str());
-    };
-    std::shared_ptr<store::RunStore> store;
-    if (!cmd.no_record) try {
-        store = std::make_shared<store::RunStore>(std::filesystem::path(cmd.data_dir) / "runs.db",
-                                                  store::Retention::from_env());
-      } catch (const std::exception& e) {
-        say(std::string("this run is not being recorded in the run history: ") + e.what());
-      }
-    store::RunRecord record =
-        run_record(prepared, nodes::builtin(), snapshot, "cli", cmd.seed, cmd.device, world ? world->world_size : 1);
-    record.threads = threads;
-    recorder = std::make_unique<RunRecorder>(store, std::move(record), &printer, say);
-    if (!cmd.tensorboard_dir.empty()) recorder->write_tensorboard(cmd.tensorboard_dir);
-    if (recorder->active()) settings.observer = recorder.get();
-    if (cmd.json && recorder->recording())
-      printer.emit_json({{"event", "run_recorded"}, {"run_id", recorder->run_id()}, {"store", store->path().string()}});
-  }
+  if (!quiet) recorder = start_recording(cmd, printer, prepared, snapshot, world ? world->world_size : 1, threads);
+  if (recorder && recorder->active()) settings.observer = recorder.get();
   auto record_end = [&](const std::string& status, const std::optional<RunError>& error) {
     if (recorder)
       recorder->finish(status, error, nlohmann::json::object(), nlohmann::json::object(), nlohmann::json::array());
@@ -466,6 +476,110 @@ static std::filesystem::path find_web_dir() {
   return {};
 }
 
+namespace {
+
+/// Workers and memory budgets: CODEFY's CPU budget, then the --config file, then the flags.
+struct ServeDevices {
+  std::vector<std::string> worker_specs;
+  std::map<std::string, int64_t> budget_mb;
+};
+
+ServeDevices read_serve_devices(const ServeCommand& cmd) {
+  ServeDevices d;
+  if (const int64_t cpu = device::cpu_budget_from_env(); cpu > 0) d.budget_mb["cpu"] = cpu >> 20;
+  if (!cmd.config.empty()) {
+    std::ifstream in(cmd.config);
+    const nlohmann::json config = nlohmann::json::parse(in);
+    if (auto w = config.find("workers"); w != config.end() && w->is_object())
+      for (auto it = w->begin(); it != w->end(); ++it) {
+        std::string spec = it.key() + "=";
+        for (const auto& dev : it.value()) spec += dev.get<std::string>() + ",";
+        d.worker_specs.push_back(spec);
+      }
+    if (auto b = config.find("memory_budget_mb"); b != config.end() && b->is_object())
+      for (auto it = b->begin(); it != b->end(); ++it) d.budget_mb[it.key()] = it.value().get<int64_t>();
+  }
+  d.worker_specs.insert(d.worker_specs.end(), cmd.workers.begin(), cmd.workers.end());
+  for (const auto& b : cmd.budgets) {
+    const size_t eq = b.find('=');
+    const auto mb = eq == std::string::npos ? std::nullopt : util::parse_int(std::string_view(b).substr(eq + 1));
+    if (!mb) throw std::invalid_argument("--device-budget-mb \"" + b + "\": expected DEVICE=MB, e.g. cuda:0=20000");
+    d.budget_mb[b.substr(0, eq)] = *mb;
+  }
+  return d;
+}
+
+/// A new session token, also written owner-only to <data dir>/session.token
+/// for scripts on this machine (as CodefyUI's), new at every start.
+std::string new_session_token(const std::filesystem::path& token_file) {
+  std::random_device rd;
+  char hex[65];
+  for (size_t i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
+  util::write_file_atomic(token_file, hex, 0600);
+  return hex;
+}
+
+/// What CodefyUI's environment variables set: more Host values, other editors' origins, the upload size.
+void read_serve_env(server::ApiOptions& options) {
+  if (const char* extra = std::getenv("CODEFYUI_EXTRA_ALLOWED_HOSTS"); extra && *extra) {
+    std::stringstream hosts(extra);  // e.g. a name this machine is reached by
+    for (std::string h; std::getline(hosts, h, ',');)
+      if (!h.empty()) options.allowed_hosts.push_back(h);
+  }
+  // Other editors' origins allowed to call in (CodefyUI's setting and format; default its dev servers).
+  if (const char* cors = std::getenv("CODEFYUI_CORS_ORIGINS"); cors && *cors)
+    options.cors_origins = server::parse_cors_origins(cors);
+  options.max_upload_bytes =
+      util::env_count("CODEFYUI_MAX_UPLOAD_SIZE", "a whole number of bytes").value_or(options.max_upload_bytes);
+}
+
+/// What the server says as it starts: where, the token, the editor, how runs compute, the workers.
+void print_serve_banner(const ServeCommand& cmd, const server::ApiOptions& options, const server::Api& api,
+                        uint16_t port, const std::filesystem::path& token_file, device::ComputePriority priority,
+                        const std::map<std::string, int64_t>& budget_mb) {
+  std::printf("Codefy serving on http://%s:%u (data in %s; Ctrl-C stops)\n", cmd.host.c_str(), port,
+              std::filesystem::absolute(cmd.data_dir).string().c_str());
+  std::printf("  session token in %s (send it as X-CodefyUI-Token)\n", token_file.string().c_str());
+  if (const size_t n = api.stale_temp_files_removed())
+    std::printf("  removed %zu temporary file(s) that interrupted writes had left\n", n);
+  if (const size_t n = distributed::remove_stale_world_dirs(std::filesystem::temp_directory_path()))
+    std::printf("  removed %zu data-parallel folder(s) that a stopped server or launcher had left\n", n);
+  if (options.web_dir.empty() || !std::filesystem::is_regular_file(options.web_dir / "index.html"))
+    std::printf("  the editor is not built (scripts/build.sh builds web/dist; --web-dir names another)\n");
+  else
+    std::printf("  editor: http://%s:%u/ (from %s)\n", cmd.host == "0.0.0.0" ? "127.0.0.1" : cmd.host.c_str(), port,
+                options.web_dir.string().c_str());
+  if (!options.tensorboard_dir.empty())
+    std::printf("  runs also written for TensorBoard in %s (tensorboard --logdir %s)\n",
+                options.tensorboard_dir.string().c_str(), options.tensorboard_dir.string().c_str());
+  using Kind = device::ComputePriority::Kind;
+  if (priority.kind == Kind::kAuto)
+    std::printf(
+        "  runs compute at idle priority on the CPU (on the CPU time nothing else asks for), at nice 10 "
+        "on a card (--run-priority)\n");
+  else if (priority.kind == Kind::kIdle)
+    std::printf("  runs compute at idle priority (--run-priority)\n");
+  else if (priority.niceness > 0)
+    std::printf("  runs compute at nice %d (--run-priority)\n", priority.niceness);
+  if (!options.cors_origins.empty())
+    std::printf("  also answers editors at %s (CODEFYUI_CORS_ORIGINS changes the list)\n",
+                util::join(options.cors_origins, ", ").c_str());
+  for (const auto& w : options.workers) {
+    std::string devices;
+    for (const auto& d : w.devices) {
+      const auto b = budget_mb.find(d);
+      devices += (devices.empty() ? "" : ",") + d +
+                 (b != budget_mb.end() ? " (budget " + std::to_string(b->second) + " MB)" : "");
+    }
+    const size_t ranks = w.rank_devices().size();
+    std::printf("  worker %s: %s%s\n", w.name.c_str(), devices.c_str(),
+                ranks >= 2 ? (" (ddp runs: " + std::to_string(ranks) + " ranks)").c_str() : "");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 int serve(const ServeCommand& cmd) {
   device::configure_threads();
   server::ApiOptions options;
@@ -479,58 +593,23 @@ int serve(const ServeCommand& cmd) {
     util::max_image_pixels();  // a malformed CODEFYUI_MAX_IMAGE_PIXELS stops the start, named
     std::vector<std::string> available = {"cpu"};
     for (int i = 0; i < device::system_probe().cuda_count(); ++i) available.push_back("cuda:" + std::to_string(i));
-    // Workers and budgets: the config file first, then the flags.
-    std::vector<std::string> worker_specs;
-    std::map<std::string, int64_t> budget_mb;
-    if (const int64_t cpu = device::cpu_budget_from_env(); cpu > 0) budget_mb["cpu"] = cpu >> 20;
-    if (!cmd.config.empty()) {
-      std::ifstream in(cmd.config);
-      const nlohmann::json config = nlohmann::json::parse(in);
-      if (auto w = config.find("workers"); w != config.end() && w->is_object())
-        for (auto it = w->begin(); it != w->end(); ++it) {
-          std::string spec = it.key() + "=";
-          for (const auto& d : it.value()) spec += d.get<std::string>() + ",";
-          worker_specs.push_back(spec);
-        }
-      if (auto b = config.find("memory_budget_mb"); b != config.end() && b->is_object())
-        for (auto it = b->begin(); it != b->end(); ++it) budget_mb[it.key()] = it.value().get<int64_t>();
-    }
-    worker_specs.insert(worker_specs.end(), cmd.workers.begin(), cmd.workers.end());
-    for (const auto& b : cmd.budgets) {
-      const size_t eq = b.find('=');
-      const auto mb = eq == std::string::npos ? std::nullopt : util::parse_int(std::string_view(b).substr(eq + 1));
-      if (!mb) throw std::invalid_argument("--device-budget-mb \"" + b + "\": expected DEVICE=MB, e.g. cuda:0=20000");
-      budget_mb[b.substr(0, eq)] = *mb;
-    }
-    options.workers = server::make_workers(worker_specs, available);
+    const ServeDevices devices = read_serve_devices(cmd);
+    options.workers = server::make_workers(devices.worker_specs, available);
     options.runner.dist_timeout = std::chrono::seconds(cmd.dist_timeout_s);
     const auto priority = device::ComputePriority::parse(cmd.run_priority);
     if (!priority)
       throw std::invalid_argument("--run-priority \"" + cmd.run_priority + "\": expected auto, idle or 0-19");
     options.runner.run_priority = *priority;
     options.max_queued_runs = cmd.max_queued_runs;
-    for (const auto& [device, mb] : budget_mb) {
+    for (const auto& [device, mb] : devices.budget_mb) {
       if (std::find(available.begin(), available.end(), device) == available.end())
         throw std::invalid_argument("memory budget for " + device + ": no such device on this machine");
       device::set_device_budget(c10::Device(device), mb << 20);
     }
-    std::random_device rd;
-    char hex[65];
-    for (size_t i = 0; i < 32; ++i) std::snprintf(hex + 2 * i, 3, "%02x", rd() & 0xff);
-    options.token = hex;
-    // For scripts on this machine, as CodefyUI's session.token: owner-only, new at every start.
     const auto token_file = std::filesystem::path(cmd.data_dir) / "session.token";
-    util::write_file_atomic(token_file, options.token, 0600);
-    if (const char* extra = std::getenv("CODEFYUI_EXTRA_ALLOWED_HOSTS"); extra && *extra) {
-      std::stringstream hosts(extra);  // more Host values to accept, e.g. a name this machine is reached by
-      for (std::string h; std::getline(hosts, h, ',');)
-        if (!h.empty()) options.allowed_hosts.push_back(h);
-    }
-    // Other editors' origins allowed to call in (CodefyUI's setting and format; default its dev servers).
-    if (const char* cors = std::getenv("CODEFYUI_CORS_ORIGINS"); cors && *cors)
-      options.cors_origins = server::parse_cors_origins(cors);
-    options.max_upload_bytes =
-        util::env_count("CODEFYUI_MAX_UPLOAD_SIZE", "a whole number of bytes").value_or(options.max_upload_bytes);
+    options.token = new_session_token(token_file);
+    read_serve_env(options);
+
     server::Api api(options, nodes::builtin());
     server::ServerOptions so;
     so.upload_limit = static_cast<size_t>(options.max_upload_bytes);
@@ -539,40 +618,7 @@ int serve(const ServeCommand& cmd) {
     so.port = cmd.port;
     server::HttpServer http(so, api);
     const uint16_t port = http.start();
-    std::printf("Codefy serving on http://%s:%u (data in %s; Ctrl-C stops)\n", cmd.host.c_str(), port,
-                std::filesystem::absolute(cmd.data_dir).string().c_str());
-    std::printf("  session token in %s (send it as X-CodefyUI-Token)\n", token_file.string().c_str());
-    if (const size_t n = api.stale_temp_files_removed())
-      std::printf("  removed %zu temporary file(s) that interrupted writes had left\n", n);
-    if (const size_t n = distributed::remove_stale_world_dirs(std::filesystem::temp_directory_path()))
-      std::printf("  removed %zu data-parallel folder(s) that a stopped server or launcher had left\n", n);
-    if (options.web_dir.empty() || !std::filesystem::is_regular_file(options.web_dir / "index.html"))
-      std::printf("  the editor is not built (scripts/build.sh builds web/dist; --web-dir names another)\n");
-    else
-      std::printf("  editor: http://%s:%u/ (from %s)\n", cmd.host == "0.0.0.0" ? "127.0.0.1" : cmd.host.c_str(), port,
-                  options.web_dir.string().c_str());
-    using Kind = device::ComputePriority::Kind;
-    if (priority->kind == Kind::kAuto)
-      std::printf(
-          "  runs compute at idle priority on the CPU (on the CPU time nothing else asks for), at nice 10 "
-          "on a card (--run-priority)\n");
-    else if (priority->kind == Kind::kIdle)
-      std::printf("  runs compute at idle priority (--run-priority)\n");
-    else if (priority->niceness > 0)
-      std::printf("  runs compute at nice %d (--run-priority)\n", priority->niceness);
-    if (!options.cors_origins.empty())
-      std::printf("  also answers editors at %s (CODEFYUI_CORS_ORIGINS changes the list)\n",
-                  util::join(options.cors_origins, ", ").c_str());
-    for (const auto& w : options.workers) {
-      std::string devices;
-      for (const auto& d : w.devices)
-        devices += (devices.empty() ? "" : ",") + d +
-                   (budget_mb.count(d) ? " (budget " + std::to_string(budget_mb[d]) + " MB)" : "");
-      const size_t ranks = w.rank_devices().size();
-      std::printf("  worker %s: %s%s\n", w.name.c_str(), devices.c_str(),
-                  ranks >= 2 ? (" (ddp runs: " + std::to_string(ranks) + " ranks)").c_str() : "");
-    }
-    std::fflush(stdout);
+    print_serve_banner(cmd, options, api, port, token_file, *priority, devices.budget_mb);
     while (!current_token().cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::printf("stopping: runs end after their current batch\n");
     api.shutdown();  // runs answer "stopped" while the server can still send it

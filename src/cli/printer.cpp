@@ -1,5 +1,7 @@
 #include "cli/printer.h"
 
+#include "train/progress.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -54,33 +56,38 @@ void Printer::on_node_exit(const NodeRef& node, NodeStatus status, const nlohman
 void Printer::on_progress(const NodeRef& node, const nlohmann::json& e) {
   if (mode_ == Mode::kJson)
     return emit_json({{"event", "progress"}, {"node_id", node.id}, {"node_type", node.type}, {"data", e}});
-  const std::string kind = e.value("event", "");
   std::lock_guard<std::mutex> lock(mutex_);
-  if (kind == "config") {
-    const auto& c = e["config"];
+  if (const auto config = train::ConfigProgress::from_json(e)) {
+    const auto& c = config->config;
     std::fprintf(
         out_, "  training %s (%lld parameters) on %s: %lld epochs x %lld batches of %lld, %s, lr %g\n",
         c.value("model_class", "").c_str(), static_cast<long long>(c.value("params", 0)), c.value("device", "").c_str(),
         static_cast<long long>(c.value("epochs", 0)), static_cast<long long>(c.value("batches_per_epoch", 0)),
         static_cast<long long>(c.value("batch_size", 0)), c.value("optimizer", "").c_str(), c.value("lr", 0.0));
-  } else if (kind == "batch" && mode_ == Mode::kTerminal) {
-    const long long b = e.value("batch", 0), n = e.value("total_batches", 1);
+  } else if (const auto batch = train::BatchProgress::from_json(e); batch && mode_ == Mode::kTerminal) {
+    const long long b = batch->batch, n = batch->total_batches;
     const int width = 24;
     const int filled = n > 0 ? static_cast<int>(width * b / n) : 0;
     std::string bar(filled, '#');
     bar.resize(width, '.');
-    std::fprintf(out_, "\r  epoch %lld/%lld [%s] %lld/%lld  step %lld  loss %.4f  %.0f samples/s   ",
-                 static_cast<long long>(e.value("epoch", 0)), static_cast<long long>(e.value("total_epochs", 0)),
-                 bar.c_str(), b, n, static_cast<long long>(e.value("step", 0)), e.value("loss", 0.0),
-                 e.value("samples_per_s", 0.0));
+    if (batch->epoch)
+      std::fprintf(out_, "\r  epoch %lld/%lld", static_cast<long long>(*batch->epoch),
+                   static_cast<long long>(batch->total_epochs.value_or(0)));
+    else
+      std::fprintf(out_, "\r ");
+    std::fprintf(out_, " [%s] %lld/%lld", bar.c_str(), b, n);
+    if (batch->step) std::fprintf(out_, "  step %lld", static_cast<long long>(*batch->step));
+    if (batch->loss) std::fprintf(out_, "  loss %.4f", *batch->loss);
+    if (batch->samples_per_s) std::fprintf(out_, "  %.0f samples/s", *batch->samples_per_s);
+    std::fprintf(out_, "   ");
     bar_open_ = true;
-  } else if (kind == "epoch") {
+  } else if (const auto epoch = train::EpochProgress::from_json(e)) {
     end_bar();
-    std::fprintf(out_, "  epoch %lld/%lld  loss %.4f", static_cast<long long>(e.value("epoch", 0)),
-                 static_cast<long long>(e.value("total_epochs", 0)), e.value("loss", 0.0));
-    if (e.contains("val_loss")) std::fprintf(out_, "  val_loss %.4f", e.value("val_loss", 0.0));
-    if (e.contains("val_accuracy")) std::fprintf(out_, "  val_acc %.2f%%", 100.0 * e.value("val_accuracy", 0.0));
-    std::fprintf(out_, "  lr %g  %.1f s\n", e.value("lr", 0.0), e.value("seconds", 0.0));
+    std::fprintf(out_, "  epoch %lld/%lld  loss %.4f", static_cast<long long>(epoch->epoch),
+                 static_cast<long long>(epoch->total_epochs), epoch->loss);
+    if (epoch->val_loss) std::fprintf(out_, "  val_loss %.4f", *epoch->val_loss);
+    if (epoch->val_accuracy) std::fprintf(out_, "  val_acc %.2f%%", 100.0 * *epoch->val_accuracy);
+    std::fprintf(out_, "  lr %g  %.1f s\n", epoch->lr, epoch->seconds);
   }
   std::fflush(out_);
 }

@@ -76,7 +76,52 @@ NodeInputs gather_inputs(const graph::Graph& g, const std::string& id, const std
   return in;
 }
 
+/// The node's cache key, from its params, settings, inputs' keys and what it
+/// reads from disk; "" when what it reads cannot be keyed (a missing file: it
+/// runs, and says so).
+std::string node_key(const graph::NodeSpec& spec, const NodeType& type, const nlohmann::json& params,
+                     const RunSettings& settings, std::vector<std::string>& upstream) {
+  std::sort(upstream.begin(), upstream.end());
+  try {
+    return cache_key(spec, params, settings, upstream,
+                     type.fingerprint ? type.fingerprint(params, settings.base_dir) : std::string());
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+/// Outputs served from the cache, or a persistent module from an earlier run
+/// with the same key; nullopt when the node must run.
+std::optional<ValueMap> reused_outputs(const RunSettings& settings, const std::string& id, const std::string& key,
+                                       bool cached) {
+  if (key.empty() || settings.force_rerun.count(id)) return std::nullopt;
+  if (cached) return settings.cache->get(key);
+  if (auto state = settings.state_store->get(node_state_key(settings.state_scope, id)); state && state->key == key)
+    return std::move(state->outputs);
+  return std::nullopt;
+}
+
 }  // namespace
+
+/// Out of memory: the report names node, device, advice and memory; the
+/// node's kept outputs and the allocator's cached blocks go back so the next
+/// run starts clean. The node is not retried: the advice says what to change.
+NodeOOMError Executor::out_of_memory_error(const graph::Graph& g, const NodeRef& ref, const nlohmann::json& params,
+                                           c10::Device dev, const RunSettings& settings,
+                                           const std::string& original) const {
+  const device::MemoryReading m = device::read_memory(dev);
+  const std::string report = oom_report(
+      ref.type, ref.id, dev, oom_advice(registry_, g, ref.id, params, dev),
+      oom_memory_line(m, dev.is_cpu() ? device::cpu_memory().live_at_failure_bytes : m.live_bytes), original);
+  const std::string prefix = ref.id + "#";
+  if (settings.cache)
+    settings.cache->erase_if([&](const std::string& k) { return k.compare(0, prefix.size(), prefix) == 0; });
+  if (settings.state_store) settings.state_store->erase(node_state_key(settings.state_scope, ref.id));
+  device::release_cached_memory(dev);
+  if (settings.observer)
+    settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", report}, {"out_of_memory", true}});
+  return NodeOOMError(g.name, ref.id, ref.type, dev.str(), report, original);
+}
 
 PreparedGraph prepare(const graph::Graph& g, const NodeRegistry& registry, Checks checks) {
   PreparedGraph p;
@@ -119,25 +164,9 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
       const nlohmann::json params = fill_defaults(type->def, spec.params);
       const bool cached = settings.cache && type->def.cacheable;
       const bool persistent = settings.state_store && type->def.persistent_state;
-      std::string key;
-      if ((cached || persistent) && upstream_cacheable) {
-        std::sort(upstream.begin(), upstream.end());
-        try {
-          key = cache_key(spec, params, settings, upstream,
-                          type->fingerprint ? type->fingerprint(params, settings.base_dir) : std::string());
-        } catch (const std::exception&) {  // a file it reads is missing: run it, it will say so
-        }
-      }
-      // Served from the cache, or a persistent module from an earlier run with the same key.
-      std::optional<ValueMap> reused;
-      if (!key.empty() && !settings.force_rerun.count(id)) {
-        if (cached) {
-          reused = settings.cache->get(key);
-        } else if (auto state = settings.state_store->get(node_state_key(settings.state_scope, id));
-                   state && state->key == key) {
-          reused = std::move(state->outputs);
-        }
-      }
+      const std::string key =
+          (cached || persistent) && upstream_cacheable ? node_key(spec, *type, params, settings, upstream) : "";
+      std::optional<ValueMap> reused = reused_outputs(settings, id, key, cached);
       keys[id] = cached ? key : std::string();  // a mutable module makes its dependants uncacheable
       if (reused) {
         if (settings.observer) {
@@ -161,24 +190,10 @@ RunResult Executor::run(const PreparedGraph& prepared, const RunSettings& settin
         return NodeError(g.name, id, spec.type, field, message);
       };
       std::optional<NodeContext> ctx;
-      // Out of memory: the report names node, device, advice and memory; the
-      // node's kept outputs and the allocator's cached blocks go back so the
-      // next run starts clean. The node is not retried: the advice says what to change.
       auto out_of_memory = [&](const std::string& original) -> NodeOOMError {
         const c10::Device dev = ctx && ctx->used_device() ? *ctx->used_device() : c10::Device(c10::kCPU);
-        const device::MemoryReading m = device::read_memory(dev);
-        const std::string report = oom_report(
-            spec.type, id, dev, oom_advice(registry_, g, id, params, dev),
-            oom_memory_line(m, dev.is_cpu() ? device::cpu_memory().live_at_failure_bytes : m.live_bytes), original);
-        ctx.reset();
-        const std::string prefix = id + "#";
-        if (settings.cache)
-          settings.cache->erase_if([&](const std::string& k) { return k.compare(0, prefix.size(), prefix) == 0; });
-        if (settings.state_store) settings.state_store->erase(node_state_key(settings.state_scope, id));
-        device::release_cached_memory(dev);
-        if (settings.observer)
-          settings.observer->on_node_exit(ref, NodeStatus::kError, {{"error", report}, {"out_of_memory", true}});
-        return NodeOOMError(g.name, id, spec.type, dev.str(), report, original);
+        ctx.reset();  // the node's own tensors go before the memory is read back
+        return out_of_memory_error(g, ref, params, dev, settings, original);
       };
       try {
         ctx.emplace(ref, type->def, params, std::move(inputs), settings, std::move(sources));

@@ -1,6 +1,7 @@
 // Runs a graph: prepare (expand presets, validate, plan) once, run many times.
 #pragma once
 
+#include "engine/errors.h"
 #include "engine/node.h"
 #include "graph/graph.h"
 #include "graph/plan.h"
@@ -46,6 +47,11 @@ class Executor {
   RunResult run(const PreparedGraph& prepared, const RunSettings& settings) const;
 
  private:
+  /// A node ran out of memory: its report said to the observer, its kept
+  /// outputs dropped, the device's cached memory given back.
+  NodeOOMError out_of_memory_error(const graph::Graph& g, const NodeRef& ref, const nlohmann::json& params,
+                                   c10::Device dev, const RunSettings& settings, const std::string& original) const;
+
   const NodeRegistry& registry_;
 };
 

@@ -1,5 +1,7 @@
 #include "engine/run_recorder.h"
 
+#include "train/progress.h"
+
 #include "util/random.h"
 
 #include <cstdio>
@@ -151,28 +153,32 @@ void RunRecorder::on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::j
 void RunRecorder::on_progress(const NodeRef& n, const nlohmann::json& e) {
   if (next_) next_->on_progress(n, e);
   if (!active()) return;
-  const std::string kind = e.value("event", "");
+  const auto began = Clock::now();
+  struct Busy {
+    std::chrono::duration<double>& total;
+    Clock::time_point began;
+    ~Busy() { total += Clock::now() - began; }
+  } busy{busy_, began};
   const double t = unix_now();
-  auto add = [&](const char* name, const char* key, int64_t step) {
-    if (auto it = e.find(key); it != e.end() && it->is_number()) pending_.push_back({name, step, it->get<double>(), t});
+  auto add = [&](const char* name, const std::optional<double>& value, int64_t step) {
+    if (value) pending_.push_back({name, step, *value, t});
   };
-  if (kind == "config") {
-    run_.config = e.value("config", nlohmann::json::object());
+  if (const auto config = train::ConfigProgress::from_json(e)) {
+    run_.config = config->config;
     guarded([&] { store_->set_config(run_.id, run_.config); });
-  } else if (kind == "batch") {  // sampled: the trainer sends one per progress interval
-    const int64_t step = e.value("step", int64_t{0});
-    add("loss", "loss", step);
-    add("lr", "lr", step);
-    add("grad_norm", "grad_norm", step);
-    add("samples_per_s", "samples_per_s", step);
+  } else if (const auto batch = train::BatchProgress::from_json(e)) {  // sampled: a few a second
+    const int64_t step = batch->step.value_or(0);
+    add("loss", batch->loss, step);
+    add("lr", batch->lr, step);
+    add("grad_norm", batch->grad_norm, step);
+    add("samples_per_s", batch->samples_per_s, step);
     if (Clock::now() - last_flush_ >= kFlushEvery) flush();
-  } else if (kind == "epoch") {
-    const int64_t epoch = e.value("epoch", int64_t{0});
-    add("epoch_loss", "loss", epoch);
-    add("val_loss", "val_loss", epoch);
-    add("val_accuracy", "val_accuracy", epoch);
-    add("epoch_seconds", "seconds", epoch);
-    add("epoch_lr", "lr", epoch);
+  } else if (const auto epoch = train::EpochProgress::from_json(e)) {
+    add("epoch_loss", epoch->loss, epoch->epoch);
+    add("val_loss", epoch->val_loss, epoch->epoch);
+    add("val_accuracy", epoch->val_accuracy, epoch->epoch);
+    add("epoch_seconds", epoch->seconds, epoch->epoch);
+    add("epoch_lr", epoch->lr, epoch->epoch);
     flush();
   }
 }
@@ -190,6 +196,7 @@ void RunRecorder::on_image(const NodeRef& n, const std::string& png) {
 void RunRecorder::finish(const std::string& status, const std::optional<RunError>& error, const nlohmann::json& results,
                          const nlohmann::json& peak_memory, const nlohmann::json& artifacts) {
   finished_ = true;
+  const auto began = Clock::now();
   run_.status = status;
   run_.error = error ? error->to_json() : nlohmann::json();
   run_.final_metrics = results;
@@ -201,6 +208,7 @@ void RunRecorder::finish(const std::string& status, const std::optional<RunError
   flush();
   guarded([&] { store_->finish_run(run_); });
   tensorboard_guarded([&] { tensorboard_->finish(run_); });
+  busy_ += Clock::now() - began;
 }
 
 }  // namespace codefy

@@ -43,6 +43,9 @@ class RunRecorder : public Observer {
   void write_tensorboard(const std::filesystem::path& dir);
   /// The TensorBoard event file being written; empty when none.
   std::filesystem::path tensorboard_file() const;
+  /// Seconds the recorder itself took on the run's thread (reading events,
+  /// writing the store and the event file), not counting the next observer's.
+  double busy_seconds() const { return busy_.count(); }
 
   void on_node_entry(const NodeRef& n) override;
   void on_node_exit(const NodeRef& n, NodeStatus s, const nlohmann::json& detail) override;
@@ -73,6 +76,7 @@ class RunRecorder : public Observer {
   std::map<std::string, std::chrono::steady_clock::time_point> entered_;
   nlohmann::json timings_ = nlohmann::json::object();
   bool finished_ = false;
+  std::chrono::duration<double> busy_{0};
 };
 
 /// The history's record of a run about to start: the graph snapshot, seed,

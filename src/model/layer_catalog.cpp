@@ -1,7 +1,9 @@
-// The layer catalogue's entries. The builders in layer_table.cpp are the
-// truth about what a param accepts; this file describes the same params for
-// an editor, and layer_catalog_test.cpp holds the two together (same names in
-// the same order, every default builds).
+// The layer catalogue's entries: each layer and merge type's parameters,
+// their one definition (names, defaults, limits and descriptions for an
+// editor). The builders in layer_table.cpp read their defaults from here
+// through LayerParams and check what a value may be; the catalogue's tests
+// hold the two together (the same types in the same order, every default
+// builds, a builder reads no parameter defined nowhere).
 #include "model/layer_catalog.h"
 
 #include "model/layer_table.h"
@@ -246,6 +248,12 @@ json limit(const std::optional<double>& v) { return v ? json(*v) : json(); }
 const std::vector<LayerTypeInfo>& layer_catalog() {
   static const std::vector<LayerTypeInfo> catalog = make_catalog();
   return catalog;
+}
+
+const std::vector<ParamDef>& layer_param_defs(const std::string& type) {
+  for (const LayerTypeInfo& info : layer_catalog())
+    if (info.type == type) return info.params;
+  throw std::logic_error("model/layer_catalog.cpp: no entry for layer type " + type);
 }
 
 json layer_catalog_json() {

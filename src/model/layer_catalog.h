@@ -30,6 +30,12 @@ struct LayerTypeInfo {
 /// Every type of layer_defs() then merge_defs(), in that order.
 const std::vector<LayerTypeInfo>& layer_catalog();
 
+/// The parameters of layer or merge `type`, as the catalogue defines them:
+/// the one definition of their names and defaults, which the layer table's
+/// builders read through LayerParams. Throws std::logic_error for a type the
+/// catalogue lacks (a layer table entry without its catalogue entry).
+const std::vector<graph::ParamDef>& layer_param_defs(const std::string& type);
+
 /// The catalogue as GET /api/layers answers it: a list of
 /// {type, category, kind: "layer"|"merge", min_inputs, max_inputs (null: any),
 ///  params: [{name, param_type, default, description, options, min_value,

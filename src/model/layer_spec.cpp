@@ -1,6 +1,8 @@
 // The v2 layer spec's three steps: parse, build, connect.
 #include "model/layer_spec.h"
 
+#include "model/layer_catalog.h"
+
 #include "model/layer_spec_error.h"
 #include "util/json_input.h"
 #include "util/text.h"
@@ -251,12 +253,13 @@ BuiltNode build_node(const LayerGraph& graph, size_t index) {
   BuiltNode out;
   try {
     if (const LayerDef* layer = find_layer_def(node.type)) {
-      BuiltLayer made = layer->build(LayerParams(node.id, node.type, &node.params, layer->params));
+      BuiltLayer made = layer->build(LayerParams(node.id, node.type, &node.params, layer_param_defs(node.type)));
       out.description = pretty(*made.module);
       out.module = std::move(made.module);
       out.layer = std::move(made.forward);
     } else if (const MergeDef* merge = find_merge_def(node.type)) {
-      out.merge = merge->make(LayerParams(node.id, node.type, &node.params, merge->params), &out.description);
+      out.merge =
+          merge->make(LayerParams(node.id, node.type, &node.params, layer_param_defs(node.type)), &out.description);
     } else {
       throw LayerSpecError(node.id, node.type, "", "unknown layer type");
     }

@@ -42,7 +42,7 @@ typename torch::nn::ConvOptions<D>::padding_t conv_padding(const LayerParams& p)
 }
 
 torch::nn::detail::conv_padding_mode_t padding_mode(const LayerParams& p, const std::vector<std::string>& allowed) {
-  const std::string mode = p.choice_or("padding_mode", "zeros", allowed);
+  const std::string mode = p.choice_or_default("padding_mode", allowed);
   if (mode == "reflect") return torch::kReflect;
   if (mode == "replicate") return torch::kReplicate;
   if (mode == "circular") return torch::kCircular;
@@ -60,13 +60,13 @@ template <size_t D, class Holder>
 BuiltLayer build_conv(const LayerParams& p) {
   const int64_t in = p.integer("in_channels", 1), out = p.integer("out_channels", 1);
   torch::nn::ConvOptions<D> o(in, out, p.ints<D>("kernel_size", 1));
-  const int64_t groups = p.integer_or("groups", 1, 1);
+  const int64_t groups = p.integer_or_default("groups", 1);
   check_groups(p, groups, in, out);
-  o.stride(p.ints_or<D>("stride", 1, 1))
+  o.stride(p.ints_or_default<D>("stride", 1))
       .padding(conv_padding<D>(p))
-      .dilation(p.ints_or<D>("dilation", 1, 1))
+      .dilation(p.ints_or_default<D>("dilation", 1))
       .groups(groups)
-      .bias(p.boolean_or("bias", true))
+      .bias(p.boolean_or_default("bias"))
       .padding_mode(padding_mode(p, {"zeros", "reflect", "replicate", "circular"}));
   return wrap(Holder(o));
 }
@@ -74,14 +74,14 @@ BuiltLayer build_conv(const LayerParams& p) {
 BuiltLayer build_conv_transpose2d(const LayerParams& p) {
   const int64_t in = p.integer("in_channels", 1), out = p.integer("out_channels", 1);
   torch::nn::ConvTranspose2dOptions o(in, out, p.ints<2>("kernel_size", 1));
-  const int64_t groups = p.integer_or("groups", 1, 1);
+  const int64_t groups = p.integer_or_default("groups", 1);
   check_groups(p, groups, in, out);
-  o.stride(p.ints_or<2>("stride", 1, 1))
-      .padding(p.ints_or<2>("padding", 0, 0))
-      .output_padding(p.ints_or<2>("output_padding", 0, 0))
-      .dilation(p.ints_or<2>("dilation", 1, 1))
+  o.stride(p.ints_or_default<2>("stride", 1))
+      .padding(p.ints_or_default<2>("padding", 0))
+      .output_padding(p.ints_or_default<2>("output_padding", 0))
+      .dilation(p.ints_or_default<2>("dilation", 1))
       .groups(groups)
-      .bias(p.boolean_or("bias", true))
+      .bias(p.boolean_or_default("bias"))
       .padding_mode(padding_mode(p, {"zeros"}));  // PyTorch's ConvTranspose only supports zeros.
   return wrap(torch::nn::ConvTranspose2d(o));
 }
@@ -96,9 +96,9 @@ BuiltLayer build_max_pool2d(const LayerParams& p) {
   const auto kernel = p.ints<2>("kernel_size", 1);
   torch::nn::MaxPool2dOptions o(kernel);
   o.stride(pool_stride(p, kernel))
-      .padding(p.ints_or<2>("padding", 0, 0))
-      .dilation(p.ints_or<2>("dilation", 1, 1))
-      .ceil_mode(p.boolean_or("ceil_mode", false));
+      .padding(p.ints_or_default<2>("padding", 0))
+      .dilation(p.ints_or_default<2>("dilation", 1))
+      .ceil_mode(p.boolean_or_default("ceil_mode"));
   torch::nn::MaxPool2d pool(o);
   if (!window_max_pool_options(o)) return wrap(pool);
   // Non-overlapping windows over a channels-last CPU input (what
@@ -115,9 +115,9 @@ BuiltLayer build_avg_pool2d(const LayerParams& p) {
   const auto kernel = p.ints<2>("kernel_size", 1);
   torch::nn::AvgPool2dOptions o(kernel);
   o.stride(pool_stride(p, kernel))
-      .padding(p.ints_or<2>("padding", 0, 0))
-      .ceil_mode(p.boolean_or("ceil_mode", false))
-      .count_include_pad(p.boolean_or("count_include_pad", true))
+      .padding(p.ints_or_default<2>("padding", 0))
+      .ceil_mode(p.boolean_or_default("ceil_mode"))
+      .count_include_pad(p.boolean_or_default("count_include_pad"))
       .divisor_override(p.optional_integer("divisor_override", 1));
   return wrap(torch::nn::AvgPool2d(o));
 }
@@ -148,25 +148,25 @@ BuiltLayer build_adaptive_avg_pool2d(const LayerParams& p) {
 template <class Holder>
 BuiltLayer build_batch_norm(const LayerParams& p) {
   torch::nn::BatchNormOptions o(p.integer("num_features", 1));
-  o.eps(p.real_or("eps", 1e-5, 0))
-      .momentum(p.optional_real("momentum", 0.1, 0))
-      .affine(p.boolean_or("affine", true))
-      .track_running_stats(p.boolean_or("track_running_stats", true));
+  o.eps(p.real_or_default("eps", 0))
+      .momentum(p.optional_real_or_default("momentum", 0))
+      .affine(p.boolean_or_default("affine"))
+      .track_running_stats(p.boolean_or_default("track_running_stats"));
   return wrap(Holder(o));
 }
 
 BuiltLayer build_instance_norm2d(const LayerParams& p) {
   torch::nn::InstanceNorm2dOptions o(p.integer("num_features", 1));
-  o.eps(p.real_or("eps", 1e-5, 0))
-      .momentum(p.real_or("momentum", 0.1, 0))
-      .affine(p.boolean_or("affine", false))
-      .track_running_stats(p.boolean_or("track_running_stats", false));
+  o.eps(p.real_or_default("eps", 0))
+      .momentum(p.real_or_default("momentum", 0))
+      .affine(p.boolean_or_default("affine"))
+      .track_running_stats(p.boolean_or_default("track_running_stats"));
   return wrap(torch::nn::InstanceNorm2d(o));
 }
 
 BuiltLayer build_layer_norm(const LayerParams& p) {
   torch::nn::LayerNormOptions o(p.int_list("normalized_shape", 1));
-  o.eps(p.real_or("eps", 1e-5, 0)).elementwise_affine(p.boolean_or("elementwise_affine", true));
+  o.eps(p.real_or_default("eps", 0)).elementwise_affine(p.boolean_or_default("elementwise_affine"));
   return wrap(torch::nn::LayerNorm(o));
 }
 
@@ -176,24 +176,25 @@ BuiltLayer build_group_norm(const LayerParams& p) {
     p.fail("num_groups", "num_channels (" + std::to_string(channels) + ") must be divisible by num_groups (" +
                              std::to_string(groups) + ")");
   torch::nn::GroupNormOptions o(groups, channels);
-  o.eps(p.real_or("eps", 1e-5, 0)).affine(p.boolean_or("affine", true));
+  o.eps(p.real_or_default("eps", 0)).affine(p.boolean_or_default("affine"));
   return wrap(torch::nn::GroupNorm(o));
 }
 
 /// `inplace` is accepted for PyTorch compatibility but not honoured: a value
 /// in the graph may feed several layers, and changing it in place would
 /// corrupt the others. The result is the same either way.
-void ignore_inplace(const LayerParams& p) { (void)p.boolean_or("inplace", false); }
+void ignore_inplace(const LayerParams& p) { (void)p.boolean_or_default("inplace"); }
 
 BuiltLayer build_dropout(const LayerParams& p) {
-  const double prob = p.real_or("p", 0.5, 0, 1);
+  const double prob = p.real_or_default("p", 0, 1);
   ignore_inplace(p);
   return wrap(torch::nn::Dropout(torch::nn::DropoutOptions(prob)));
 }
 
 BuiltLayer build_flatten(const LayerParams& p) {
-  return wrap(torch::nn::Flatten(
-      torch::nn::FlattenOptions().start_dim(p.integer_or("start_dim", 1)).end_dim(p.integer_or("end_dim", -1))));
+  return wrap(torch::nn::Flatten(torch::nn::FlattenOptions()
+                                     .start_dim(p.integer_or_default("start_dim"))
+                                     .end_dim(p.integer_or_default("end_dim"))));
 }
 
 BuiltLayer build_reshape(const LayerParams& p) {
@@ -229,7 +230,7 @@ BuiltLayer build_reshape(const LayerParams& p) {
 }
 
 BuiltLayer build_select_index(const LayerParams& p) {
-  return wrap(SelectIndex(p.integer_or("dim", 1), p.integer_or("index", 0)));
+  return wrap(SelectIndex(p.integer_or_default("dim"), p.integer_or_default("index")));
 }
 
 BuiltLayer build_permute(const LayerParams& p) {
@@ -270,27 +271,27 @@ BuiltLayer build_embedding(const LayerParams& p) {
     p.fail("padding_idx", "must be within num_embeddings (-" + std::to_string(count) + " to " +
                               std::to_string(count - 1) + "), got " + std::to_string(*padding_idx));
   o.padding_idx(padding_idx)
-      .max_norm(p.optional_real("max_norm", c10::nullopt, 0))
-      .norm_type(p.real_or("norm_type", 2.0))
-      .scale_grad_by_freq(p.boolean_or("scale_grad_by_freq", false))
-      .sparse(p.boolean_or("sparse", false));
+      .max_norm(p.optional_real_or_default("max_norm", 0))
+      .norm_type(p.real_or_default("norm_type"))
+      .scale_grad_by_freq(p.boolean_or_default("scale_grad_by_freq"))
+      .sparse(p.boolean_or_default("sparse"));
   return wrap(torch::nn::Embedding(o));
 }
 
 template <class Options>
 Options rnn_options(const LayerParams& p) {
   Options o(p.integer("input_size", 1), p.integer("hidden_size", 1));
-  o.num_layers(p.integer_or("num_layers", 1, 1))
-      .bias(p.boolean_or("bias", true))
-      .batch_first(p.boolean_or("batch_first", false))
-      .dropout(p.real_or("dropout", 0.0, 0, 1))
-      .bidirectional(p.boolean_or("bidirectional", false));
+  o.num_layers(p.integer_or_default("num_layers", 1))
+      .bias(p.boolean_or_default("bias"))
+      .batch_first(p.boolean_or_default("batch_first"))
+      .dropout(p.real_or_default("dropout", 0, 1))
+      .bidirectional(p.boolean_or_default("bidirectional"));
   return o;
 }
 
 BuiltLayer build_lstm(const LayerParams& p) {
   auto o = rnn_options<torch::nn::LSTMOptions>(p);
-  const int64_t proj = p.integer_or("proj_size", 0, 0);
+  const int64_t proj = p.integer_or_default("proj_size", 0);
   if (proj >= o.hidden_size())
     p.fail("proj_size", "must be smaller than hidden_size (" + std::to_string(o.hidden_size()) + ")");
   o.proj_size(proj);
@@ -310,10 +311,10 @@ TransformerConfig transformer_config(const LayerParams& p) {
   c.d_model = p.integer("d_model", 1);
   c.nhead = p.integer("nhead", 1);
   check_heads(p, "d_model", c.d_model, "nhead", c.nhead);
-  c.num_layers = p.integer_or("num_layers", 1, 1);
-  c.dim_feedforward = p.integer_or("dim_feedforward", 2048, 1);
-  c.dropout = p.real_or("dropout", 0.1, 0, 1);
-  c.activation = p.choice_or("activation", "relu", {"relu", "gelu"});
+  c.num_layers = p.integer_or_default("num_layers", 1);
+  c.dim_feedforward = p.integer_or_default("dim_feedforward", 1);
+  c.dropout = p.real_or_default("dropout", 0, 1);
+  c.activation = p.choice_or_default("activation", {"relu", "gelu"});
   return c;
 }
 
@@ -321,7 +322,7 @@ BuiltLayer build_multi_head_attention(const LayerParams& p) {
   const int64_t dim = p.integer("embed_dim", 1), heads = p.integer("num_heads", 1);
   check_heads(p, "embed_dim", dim, "num_heads", heads);
   return wrap(MultiHeadAttentionBlock(
-      torch::nn::MultiheadAttentionOptions(dim, heads).dropout(p.real_or("dropout", 0.0, 0, 1))));
+      torch::nn::MultiheadAttentionOptions(dim, heads).dropout(p.real_or_default("dropout", 0, 1))));
 }
 
 }  // namespace
@@ -330,124 +331,88 @@ BuiltLayer build_multi_head_attention(const LayerParams& p) {
 const std::vector<LayerDef>& layer_defs() {
   static const std::vector<LayerDef> defs = {
       {"Linear",
-       {"in_features", "out_features", "bias"},
        [](const LayerParams& p) {
          return wrap(
              torch::nn::Linear(torch::nn::LinearOptions(p.integer("in_features", 1), p.integer("out_features", 1))
-                                   .bias(p.boolean_or("bias", true))));
+                                   .bias(p.boolean_or_default("bias"))));
        }},
-      {"Conv1d",
-       {"in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias",
-        "padding_mode"},
-       build_conv<1, torch::nn::Conv1d>},
-      {"Conv2d",
-       {"in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias",
-        "padding_mode"},
-       build_conv<2, torch::nn::Conv2d>},
-      {"ConvTranspose2d",
-       {"in_channels", "out_channels", "kernel_size", "stride", "padding", "output_padding", "groups", "bias",
-        "dilation", "padding_mode"},
-       build_conv_transpose2d},
-      {"MaxPool2d", {"kernel_size", "stride", "padding", "dilation", "ceil_mode"}, build_max_pool2d},
-      {"AvgPool2d",
-       {"kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"},
-       build_avg_pool2d},
-      {"AdaptiveAvgPool2d", {"output_size"}, build_adaptive_avg_pool2d},
-      {"BatchNorm1d",
-       {"num_features", "eps", "momentum", "affine", "track_running_stats"},
-       build_batch_norm<torch::nn::BatchNorm1d>},
-      {"BatchNorm2d",
-       {"num_features", "eps", "momentum", "affine", "track_running_stats"},
-       build_batch_norm<torch::nn::BatchNorm2d>},
-      {"LayerNorm", {"normalized_shape", "eps", "elementwise_affine"}, build_layer_norm},
-      {"GroupNorm", {"num_groups", "num_channels", "eps", "affine"}, build_group_norm},
-      {"InstanceNorm2d", {"num_features", "eps", "momentum", "affine", "track_running_stats"}, build_instance_norm2d},
-      {"Dropout", {"p", "inplace"}, build_dropout},
-      {"Flatten", {"start_dim", "end_dim"}, build_flatten},
-      {"Embedding",
-       {"num_embeddings", "embedding_dim", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"},
-       build_embedding},
-      {"Reshape", {"shape"}, build_reshape},
-      {"SelectIndex", {"dim", "index"}, build_select_index},
-      {"Permute", {"dims"}, build_permute},
-      {"Chomp1d", {"chomp_size"}, build_chomp1d},
-      {"LSTM",
-       {"input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size"},
-       build_lstm},
-      {"GRU",
-       {"input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional"},
-       build_gru},
-      {"TransformerEncoder",
-       {"d_model", "nhead", "num_layers", "dim_feedforward", "dropout", "activation"},
-       [](const LayerParams& p) { return wrap(TransformerEncoderBlock(transformer_config(p))); }},
-      {"TransformerDecoder",
-       {"d_model", "nhead", "num_layers", "dim_feedforward", "dropout", "activation"},
-       [](const LayerParams& p) { return wrap(TransformerDecoderBlock(transformer_config(p))); }},
-      {"MultiHeadAttention", {"embed_dim", "num_heads", "dropout"}, build_multi_head_attention},
+      {"Conv1d", build_conv<1, torch::nn::Conv1d>},
+      {"Conv2d", build_conv<2, torch::nn::Conv2d>},
+      {"ConvTranspose2d", build_conv_transpose2d},
+      {"MaxPool2d", build_max_pool2d},
+      {"AvgPool2d", build_avg_pool2d},
+      {"AdaptiveAvgPool2d", build_adaptive_avg_pool2d},
+      {"BatchNorm1d", build_batch_norm<torch::nn::BatchNorm1d>},
+      {"BatchNorm2d", build_batch_norm<torch::nn::BatchNorm2d>},
+      {"LayerNorm", build_layer_norm},
+      {"GroupNorm", build_group_norm},
+      {"InstanceNorm2d", build_instance_norm2d},
+      {"Dropout", build_dropout},
+      {"Flatten", build_flatten},
+      {"Embedding", build_embedding},
+      {"Reshape", build_reshape},
+      {"SelectIndex", build_select_index},
+      {"Permute", build_permute},
+      {"Chomp1d", build_chomp1d},
+      {"LSTM", build_lstm},
+      {"GRU", build_gru},
+      {"TransformerEncoder", [](const LayerParams& p) { return wrap(TransformerEncoderBlock(transformer_config(p))); }},
+      {"TransformerDecoder", [](const LayerParams& p) { return wrap(TransformerDecoderBlock(transformer_config(p))); }},
+      {"MultiHeadAttention", build_multi_head_attention},
       // Activations.
       {"ReLU",
-       {"inplace"},
        [](const LayerParams& p) {
          ignore_inplace(p);
          return wrap(torch::nn::ReLU());
        }},
       {"GELU",
-       {"approximate"},
        [](const LayerParams& p) {
          return wrap(torch::nn::GELU(
-             torch::nn::GELUOptions().approximate(p.choice_or("approximate", "none", {"none", "tanh"}))));
+             torch::nn::GELUOptions().approximate(p.choice_or_default("approximate", {"none", "tanh"}))));
        }},
-      {"Sigmoid", {}, [](const LayerParams&) { return wrap(torch::nn::Sigmoid()); }},
-      {"Tanh", {}, [](const LayerParams&) { return wrap(torch::nn::Tanh()); }},
+      {"Sigmoid", [](const LayerParams&) { return wrap(torch::nn::Sigmoid()); }},
+      {"Tanh", [](const LayerParams&) { return wrap(torch::nn::Tanh()); }},
       {"LeakyReLU",
-       {"negative_slope", "inplace"},
        [](const LayerParams& p) {
          ignore_inplace(p);
          return wrap(
-             torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(p.real_or("negative_slope", 0.01))));
+             torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(p.real_or_default("negative_slope"))));
        }},
       {"ELU",
-       {"alpha", "inplace"},
        [](const LayerParams& p) {
          ignore_inplace(p);
-         return wrap(torch::nn::ELU(torch::nn::ELUOptions().alpha(p.real_or("alpha", 1.0))));
+         return wrap(torch::nn::ELU(torch::nn::ELUOptions().alpha(p.real_or_default("alpha"))));
        }},
       {"SiLU",
-       {"inplace"},
        [](const LayerParams& p) {
          ignore_inplace(p);
          return wrap(torch::nn::SiLU());
        }},
       {"Mish",
-       {"inplace"},
        [](const LayerParams& p) {
          ignore_inplace(p);
          return wrap(torch::nn::Mish());
        }},
       {"SELU",
-       {"inplace"},
        [](const LayerParams& p) {
          ignore_inplace(p);
          return wrap(torch::nn::SELU());
        }},
       {"PReLU",
-       {"num_parameters", "init"},
        [](const LayerParams& p) {
          return wrap(torch::nn::PReLU(torch::nn::PReLUOptions()
-                                          .num_parameters(p.integer_or("num_parameters", 1, 1))
-                                          .init(p.real_or("init", 0.25))));
+                                          .num_parameters(p.integer_or_default("num_parameters", 1))
+                                          .init(p.real_or_default("init"))));
        }},
       {"Hardswish",
-       {"inplace"},
        [](const LayerParams& p) {
          ignore_inplace(p);
          return wrap(Hardswish());
        }},
       // CodefyUI fixes dim=-1 (PyTorch's own default is an implicit, deprecated dim).
       {"Softmax",
-       {"dim"},
        [](const LayerParams& p) {
-         return wrap(torch::nn::Softmax(torch::nn::SoftmaxOptions(p.integer_or("dim", -1))));
+         return wrap(torch::nn::Softmax(torch::nn::SoftmaxOptions(p.integer_or_default("dim"))));
        }},
   };
   return defs;
@@ -475,37 +440,25 @@ Tensor multiply_all(const std::vector<Tensor>& xs) {
 const std::vector<MergeDef>& merge_defs() {
   constexpr size_t kMany = std::numeric_limits<size_t>::max();
   static const std::vector<MergeDef> defs = {
-      {"Add", {}, 2, kMany, [](const LayerParams&, std::string*) -> MergeFn { return add_all; }},
-      {"Concat",
-       {"dim"},
-       1,
-       kMany,
+      {"Add", 2, kMany, [](const LayerParams&, std::string*) -> MergeFn { return add_all; }},
+      {"Concat", 1, kMany,
        [](const LayerParams& p, std::string* extra) -> MergeFn {
-         const int64_t dim = p.integer_or("dim", 1);
+         const int64_t dim = p.integer_or_default("dim");
          *extra = ", dim=" + std::to_string(dim);
          return [dim](const std::vector<Tensor>& xs) { return torch::cat(xs, dim); };
        }},
-      {"Multiply", {}, 2, kMany, [](const LayerParams&, std::string*) -> MergeFn { return multiply_all; }},
-      {"Subtract",
-       {},
-       2,
-       2,
+      {"Multiply", 2, kMany, [](const LayerParams&, std::string*) -> MergeFn { return multiply_all; }},
+      {"Subtract", 2, 2,
        [](const LayerParams&, std::string*) -> MergeFn {
          return [](const std::vector<Tensor>& xs) { return xs[0] - xs[1]; };
        }},
-      {"Mean",
-       {},
-       2,
-       kMany,
+      {"Mean", 2, kMany,
        [](const LayerParams&, std::string*) -> MergeFn {
          return [](const std::vector<Tensor>& xs) { return torch::stack(xs, 0).mean(0); };
        }},
-      {"Stack",
-       {"dim"},
-       1,
-       kMany,
+      {"Stack", 1, kMany,
        [](const LayerParams& p, std::string* extra) -> MergeFn {
-         const int64_t dim = p.integer_or("dim", 1);
+         const int64_t dim = p.integer_or_default("dim");
          *extra = ", dim=" + std::to_string(dim);
          return [dim](const std::vector<Tensor>& xs) { return torch::stack(xs, dim); };
        }},

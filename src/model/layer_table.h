@@ -26,19 +26,20 @@ struct BuiltLayer {
   LayerFn forward;
 };
 
-/// One layer type: its name, the parameters it accepts, and its builder.
+/// One layer type: its name and its builder. Its parameters (names,
+/// defaults, limits) are defined once, in the layer catalogue
+/// (layer_param_defs), which the builder's LayerParams reads.
 struct LayerDef {
   const char* type;
-  std::vector<std::string> params;
   BuiltLayer (*build)(const LayerParams&);
 };
 
-/// One merge type (several inputs, no module, like CodefyUI): its name, its
-/// parameters, how many inputs it takes, and a maker that also writes the
-/// options describe() shows after the input names (", dim=1") to `describe_extra`.
+/// One merge type (several inputs, no module, like CodefyUI): its name, how
+/// many inputs it takes, and a maker that also writes the options describe()
+/// shows after the input names (", dim=1") to `describe_extra`. Its
+/// parameters are the catalogue's, as a layer's.
 struct MergeDef {
   const char* type;
-  std::vector<std::string> params;
   size_t min_inputs, max_inputs;
   MergeFn (*make)(const LayerParams&, std::string* describe_extra);
 };

@@ -40,26 +40,36 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-LayerParams::LayerParams(std::string id, std::string type, const json* params, const std::vector<std::string>& known)
-    : id_(std::move(id)), type_(std::move(type)), known_(known) {
+LayerParams::LayerParams(std::string id, std::string type, const json* params, const std::vector<graph::ParamDef>& defs)
+    : id_(std::move(id)), type_(std::move(type)), defs_(defs) {
   if (params == nullptr || params->is_null()) return;
   if (!params->is_object())
     throw LayerSpecError(id_, type_, "",
                          "\"params\" must be an object such as {\"p\": 0.5}, got " + describe_json(*params));
   params_ = params;
+  std::vector<std::string> known;
+  for (const auto& d : defs_) known.push_back(d.name);
   for (const auto& item : params->items()) {
-    if (std::find(known_.begin(), known_.end(), item.key()) != known_.end()) continue;
+    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
     std::string message = type_ + " has no parameter \"" + item.key() + "\"";
     std::string best;
     size_t best_distance = 3;  // Suggest only close matches: 1-2 typos or a case difference.
-    for (const auto& k : known_) {
+    for (const auto& k : known) {
       const size_t d = util::lower(k) == util::lower(item.key()) ? 0 : edit_distance(k, item.key());
       if (d < best_distance) best_distance = d, best = k;
     }
     if (!best.empty()) message += " (did you mean \"" + best + "\"?)";
-    message += known_.empty() ? "; it takes no parameters" : "; its parameters are " + quoted_list(known_);
+    message += known.empty() ? "; it takes no parameters" : "; its parameters are " + quoted_list(known);
     throw LayerSpecError(id_, type_, item.key(), message);
   }
+}
+
+const json& LayerParams::default_of(const std::string& name) const {
+  for (const auto& d : defs_)
+    if (d.name == name) return d.default_value;
+  // A name the catalogue does not define is a bug in the layer table, not in the spec.
+  throw std::logic_error("model/layer_table.cpp: " + type_ + " reads parameter " + name +
+                         ", which model/layer_catalog.cpp does not define");
 }
 
 void LayerParams::fail(const std::string& name, const std::string& message) const {
@@ -67,9 +77,7 @@ void LayerParams::fail(const std::string& name, const std::string& message) cons
 }
 
 const json* LayerParams::find(const std::string& name, bool keep_null) const {
-  // A name missing from `known` is a bug in the layer table, not in the spec.
-  if (std::find(known_.begin(), known_.end(), name) == known_.end())
-    throw std::logic_error("model/layer_table.cpp: " + type_ + " reads undeclared parameter " + name);
+  (void)default_of(name);  // a parameter the catalogue does not define: a bug in the layer table
   if (params_ == nullptr) return nullptr;
   auto it = params_->find(name);
   if (it == params_->end() || (it->is_null() && !keep_null)) return nullptr;
@@ -82,9 +90,9 @@ int64_t LayerParams::integer(const std::string& name, int64_t min) const {
   return to_int(name, *v, min);
 }
 
-int64_t LayerParams::integer_or(const std::string& name, int64_t fallback, int64_t min) const {
+int64_t LayerParams::integer_or_default(const std::string& name, int64_t min) const {
   const json* v = find(name);
-  return v == nullptr ? fallback : to_int(name, *v, min);
+  return to_int(name, v == nullptr ? default_of(name) : *v, min);
 }
 
 c10::optional<int64_t> LayerParams::optional_integer(const std::string& name, int64_t min) const {
@@ -93,30 +101,28 @@ c10::optional<int64_t> LayerParams::optional_integer(const std::string& name, in
   return to_int(name, *v, min);
 }
 
-double LayerParams::real_or(const std::string& name, double fallback, double min, double max) const {
+double LayerParams::real_or_default(const std::string& name, double min, double max) const {
   const json* v = find(name);
-  return v == nullptr ? fallback : to_real(name, *v, min, max);
+  return to_real(name, v == nullptr ? default_of(name) : *v, min, max);
 }
 
-c10::optional<double> LayerParams::optional_real(const std::string& name, c10::optional<double> fallback,
-                                                 double min) const {
+c10::optional<double> LayerParams::optional_real_or_default(const std::string& name, double min) const {
   const json* v = find(name, /*keep_null=*/true);
-  if (v == nullptr) return fallback;
+  if (v == nullptr) v = &default_of(name);
   if (v->is_null()) return c10::nullopt;
   return to_real(name, *v, min, std::numeric_limits<double>::infinity());
 }
 
-bool LayerParams::boolean_or(const std::string& name, bool fallback) const {
+bool LayerParams::boolean_or_default(const std::string& name) const {
   const json* v = find(name);
-  if (v == nullptr) return fallback;
+  if (v == nullptr) v = &default_of(name);
   if (!v->is_boolean()) fail(name, "expected true or false, got " + describe_json(*v));
   return v->get<bool>();
 }
 
-std::string LayerParams::choice_or(const std::string& name, const std::string& fallback,
-                                   const std::vector<std::string>& choices) const {
+std::string LayerParams::choice_or_default(const std::string& name, const std::vector<std::string>& choices) const {
   const json* v = find(name);
-  if (v == nullptr) return fallback;
+  if (v == nullptr) v = &default_of(name);
   if (!v->is_string() || std::find(choices.begin(), choices.end(), v->get<std::string>()) == choices.end())
     fail(name, "expected one of " + quoted_list(choices) + ", got " + describe_json(*v));
   return v->get<std::string>();

@@ -1,6 +1,7 @@
 // LayerParams: typed access to one layer node's `params`, with messages a student can act on.
 #pragma once
 
+#include "graph/types.h"
 #include "model/layer_spec_error.h"
 #include "util/json_input.h"
 
@@ -31,10 +32,13 @@ std::string whole_number(int64_t min);
 /// throw LayerSpecError naming the layer and the parameter.
 class LayerParams {
  public:
-  /// Rejects names not in `known` up front, so the message can list every
-  /// parameter the layer takes (and suggest the one a typo meant). `params`
-  /// may be null (no params given); `known` must outlive this object.
-  LayerParams(std::string id, std::string type, const nlohmann::json* params, const std::vector<std::string>& known);
+  /// `defs`: the layer type's parameters as the layer catalogue defines them
+  /// (names, and the defaults the *_or_default getters fall back to; the
+  /// catalogue is their one definition). Rejects names not among them up
+  /// front, so the message can list every parameter the layer takes (and
+  /// suggest the one a typo meant). `params` may be null (no params given);
+  /// `defs` must outlive this object.
+  LayerParams(std::string id, std::string type, const nlohmann::json* params, const std::vector<graph::ParamDef>& defs);
 
   const std::string& id() const { return id_; }
   const std::string& type() const { return type_; }
@@ -47,21 +51,23 @@ class LayerParams {
 
   /// A required whole number >= min.
   int64_t integer(const std::string& name, int64_t min = kAnyInt) const;
-  /// A whole number >= min, or `fallback` when absent.
-  int64_t integer_or(const std::string& name, int64_t fallback, int64_t min = kAnyInt) const;
+  /// A whole number >= min, or the catalogue's default when absent.
+  int64_t integer_or_default(const std::string& name, int64_t min = kAnyInt) const;
   /// A whole number >= min, or nullopt when absent.
   c10::optional<int64_t> optional_integer(const std::string& name, int64_t min = kAnyInt) const;
-  /// A number in [min, max], or `fallback` when absent.
-  double real_or(const std::string& name, double fallback, double min = -std::numeric_limits<double>::infinity(),
-                 double max = std::numeric_limits<double>::infinity()) const;
-  /// Absent gives `fallback`; an explicit null gives nullopt (PyTorch's None).
-  c10::optional<double> optional_real(const std::string& name, c10::optional<double> fallback,
-                                      double min = -std::numeric_limits<double>::infinity()) const;
-  /// true or false, or `fallback` when absent.
-  bool boolean_or(const std::string& name, bool fallback) const;
-  /// One of `choices`, or `fallback` when absent.
-  std::string choice_or(const std::string& name, const std::string& fallback,
-                        const std::vector<std::string>& choices) const;
+  /// A number in [min, max], or the catalogue's default when absent.
+  double real_or_default(const std::string& name, double min = -std::numeric_limits<double>::infinity(),
+                         double max = std::numeric_limits<double>::infinity()) const;
+  /// Absent gives the catalogue's default (null: nullopt); an explicit null gives nullopt (PyTorch's None).
+  c10::optional<double> optional_real_or_default(const std::string& name,
+                                                 double min = -std::numeric_limits<double>::infinity()) const;
+  /// true or false, or the catalogue's default when absent.
+  bool boolean_or_default(const std::string& name) const;
+  /// One of `choices`, or the catalogue's default when absent.
+  std::string choice_or_default(const std::string& name, const std::vector<std::string>& choices) const;
+  /// The catalogue's default of `name`; a std::logic_error when the layer
+  /// table reads a parameter the catalogue does not define.
+  const nlohmann::json& default_of(const std::string& name) const;
   /// An int or a non-empty list of ints (LayerNorm's normalized_shape).
   std::vector<int64_t> int_list(const std::string& name, int64_t min) const;
   /// `v` as a whole number >= min (`name` is the parameter it came from, for messages).
@@ -75,11 +81,11 @@ class LayerParams {
     return to_ints<D>(name, *v, min);
   }
 
-  /// An int or list of D ints, or `fallback` in every dimension when absent.
+  /// An int or list of D ints, or the catalogue's default when absent.
   template <size_t D>
-  torch::ExpandingArray<D> ints_or(const std::string& name, int64_t fallback, int64_t min) const {
+  torch::ExpandingArray<D> ints_or_default(const std::string& name, int64_t min) const {
     const nlohmann::json* v = find(name);
-    return v == nullptr ? torch::ExpandingArray<D>(fallback) : to_ints<D>(name, *v, min);
+    return to_ints<D>(name, v == nullptr ? default_of(name) : *v, min);
   }
 
   /// `v` as an int or a list of D ints, each >= min.
@@ -105,7 +111,7 @@ class LayerParams {
   }
 
   std::string id_, type_;
-  const std::vector<std::string>& known_;
+  const std::vector<graph::ParamDef>& defs_;
   const nlohmann::json* params_ = nullptr;
 };
 

@@ -6,6 +6,7 @@
 #include "model/generative.h"
 #include "nodes/library.h"
 #include "nodes/tensor_checks.h"
+#include "train/progress.h"
 
 namespace codefy {
 
@@ -192,8 +193,11 @@ void register_ddpm_sampler(NodeRegistry& r) {
     if (o.schedule == "linear" && (o.beta_start >= 1 || o.beta_end >= 1))
       NodeContext::fail_param(o.beta_start >= 1 ? "beta_start" : "beta_end", "must be below 1 (a variance per step)");
     const torch::Tensor image = model::ddpm_sample(*unet, noise, o, [&](int64_t done) {
-      ctx.progress(
-          {{"event", "batch"}, {"batch", done}, {"total_batches", o.num_steps}, {"timestep", o.num_steps - done}});
+      train::BatchProgress step;
+      step.batch = done;
+      step.total_batches = o.num_steps;
+      step.timestep = o.num_steps - done;
+      ctx.progress(step.to_json());
       ctx.cancel().throw_if_cancelled();
     });
     return ValueMap{{"image", image}};

@@ -1,6 +1,7 @@
 // The layer nodes' shared input checks and module store (see the header).
 #include "nodes/layer_node_support.h"
 
+#include "model/layer_catalog.h"
 #include "model/layer_spec_error.h"
 #include "model/params.h"
 #include "nodes/tensor_checks.h"
@@ -111,7 +112,7 @@ int64_t int_at_least(const NodeContext& ctx, const std::string& name, int64_t mi
 model::BuiltLayer table_layer(const char* type, const nlohmann::json& params) {
   const model::LayerDef* def = model::find_layer_def(type);
   try {
-    const model::LayerParams p("", "", &params, def->params);
+    const model::LayerParams p("", "", &params, model::layer_param_defs(type));
     return def->build(p);
   } catch (const model::LayerSpecError& e) {
     // Without a layer id and type its message is `parameter "<name>": <what>`;

@@ -4,6 +4,7 @@
 #include "device/memory.h"
 #include "device/runtime.h"
 #include "train/data_parallel.h"
+#include "train/progress.h"
 #include "train/resume_state.h"
 #include "train/trainer.h"
 #include "util/list.h"
@@ -370,10 +371,10 @@ void register_training_loop(NodeRegistry& r) {
     // Each epoch event carries the peak bytes so far per device (host-side
     // counters, no device sync), so the editor shows memory during the run.
     hooks.progress = [&ctx, &memory_by_device](const nlohmann::json& e) {
-      if (e.value("event", "") != "epoch") return ctx.progress(e);
-      nlohmann::json with_memory = e;
-      with_memory["peak_memory_bytes"] = memory_by_device(true);
-      ctx.progress(with_memory);
+      auto epoch = train::EpochProgress::from_json(e);
+      if (!epoch) return ctx.progress(e);
+      epoch->peak_memory_bytes = memory_by_device(true);
+      ctx.progress(epoch->to_json());
     };
     hooks.should_stop = [&ctx] { return ctx.cancel().cancelled(); };
     train::TrainResult res = train::train_model(*model, *train_loader, val ? val->get() : nullptr, *opt, *loss,

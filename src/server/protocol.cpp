@@ -1,6 +1,7 @@
 #include "server/protocol.h"
 
 #include "engine/run_error.h"
+#include "train/progress.h"
 
 #include <string>
 #include <utility>
@@ -69,6 +70,7 @@ json protocol_schema() {
                                      {"image", "string", false},
                                      {"output_summary", json::array({"object", "null"}), false}}),
          }}}},
+      {"training_progress", train::progress_schema()},
       {"run_error_kinds", kinds},
       {"envelope_error_codes", codes},
   };
@@ -82,6 +84,8 @@ bool has_type(const json& value, const std::string& type) {
   if (type == "boolean") return value.is_boolean();
   if (type == "null") return value.is_null();
   if (type == "number") return value.is_number();
+  if (type == "integer") return value.is_number_integer();
+  if (type == "array") return value.is_array();
   return false;
 }
 
@@ -94,20 +98,37 @@ bool fits(const json& value, const json& type) {
 
 }  // namespace
 
+namespace {
+
+/// `m` against one object schema `s` whose `tag` field (type, event) names it: its required
+/// fields there, no field it does not name, each of its type. "" when it fits.
+std::string check_object(const json& s, const json& m, const std::string& name, const char* tag) {
+  for (const auto& r : s["required"])
+    if (!m.contains(r.get<std::string>())) return name + " lacks \"" + r.get<std::string>() + "\"";
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (it.key() == tag) continue;
+    const auto p = s["properties"].find(it.key());
+    if (p == s["properties"].end()) return name + " has a field the schema does not name: \"" + it.key() + "\"";
+    if (!fits(it.value(), (*p)["type"])) return name + "'s \"" + it.key() + "\" is " + it.value().type_name();
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string check_ws_message(const json& schema, const json& m) {
   if (!m.is_object() || !m.contains("type") || !m["type"].is_string()) return "not an object with a type: " + m.dump();
   const std::string type = m["type"];
   for (const auto& s : schema["ws_server_message"]["oneOf"]) {
     if (s["properties"]["type"]["const"] != type) continue;
-    for (const auto& r : s["required"])
-      if (!m.contains(r.get<std::string>())) return type + " lacks \"" + r.get<std::string>() + "\"";
-    for (auto it = m.begin(); it != m.end(); ++it) {
-      if (it.key() == "type") continue;
-      const auto p = s["properties"].find(it.key());
-      if (p == s["properties"].end()) return type + " has a field the schema does not name: \"" + it.key() + "\"";
-      if (!fits(it.value(), (*p)["type"])) return type + "'s \"" + it.key() + "\" is " + it.value().type_name();
-    }
-    return "";
+    if (std::string why = check_object(s, m, type, "type"); !why.empty()) return why;
+    // A training loop's progress frames: the event's own schema.
+    const auto progress = m.find("progress");
+    if (progress == m.end() || !progress->is_object()) return "";
+    const std::string event = progress->value("event", "");
+    const auto& events = schema["training_progress"];
+    if (!events.contains(event)) return "";
+    return check_object(events[event], *progress, type + "'s " + event + " progress", "event");
   }
   return "a message type the schema does not name: " + type;
 }

@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "server/graph_routes.h"
 #include "server/runs.h"
+#include "train/progress.h"
 #include "util/json_input.h"
 
 #include <algorithm>
@@ -78,7 +79,7 @@ class EditorRun : public RunListener {
     // client ignores types it does not know, while a node_status "progress"
     // frame would replace the epoch bar its node card shows. Config and epoch
     // frames keep CodefyUI's shape.
-    if (e.value("event", "") == "batch")
+    if (train::progress_kind(e) == train::ProgressKind::kBatch)
       emit({{"type", "node_progress"}, {"node_id", n.id}, {"progress", e}});
     else
       emit({{"type", "node_status"}, {"node_id", n.id}, {"status", "progress"}, {"progress", e}});

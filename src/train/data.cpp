@@ -22,6 +22,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
+#include <tuple>
 
 namespace codefy::train {
 
@@ -410,125 +411,149 @@ CsvTable read_csv_table(const fs::path& path, bool has_header) {
   return t;
 }
 
-Dataset load_csv(const fs::path& path, const CsvOptions& options) {
-  const std::string text = read_csv_text(path);
+namespace {
 
-  std::vector<CsvRecord> records = parse_csv(text, path);
-  if (records.empty()) throw std::runtime_error("CSV file is empty: " + path.string());
-  const std::vector<std::string> header = records.front().fields;
-  const size_t num_columns = header.size();
+/// A CSV file's records read for training: the header and the data rows
+/// (1-based: records[r] for data row r), every row as wide as the header.
+struct CsvRows {
+  const fs::path& path;
+  std::vector<CsvRecord> records;
+  std::vector<std::string> header;
+
+  size_t rows() const { return records.size() - 1; }
+  const std::string& cell(size_t r, size_t c) const { return records[r].fields[c]; }
+  /// Row r (1-based data row) as it appears in error messages.
+  std::string where(size_t r) const {
+    return "row " + std::to_string(r) + " (line " + std::to_string(records[r].line) + ") of " + path.string();
+  }
+  size_t column_index(const std::string& column) const {
+    auto it = std::find(header.begin(), header.end(), column);
+    if (it == header.end())
+      throw std::runtime_error("unknown column '" + quoted(column) + "' in " + path.string() +
+                               "; available columns: " + column_list(header));
+    return static_cast<size_t>(it - header.begin());
+  }
+};
+
+CsvRows read_csv_rows(const fs::path& path) {
+  CsvRows t{path, parse_csv(read_csv_text(path), path), {}};
+  if (t.records.empty()) throw std::runtime_error("CSV file is empty: " + path.string());
+  t.header = t.records.front().fields;
+  const size_t num_columns = t.header.size();
   // A table to train on has features and a target: a one-column file is not one (and its "header"
   // is the first line of whatever file it is, which the message must not show).
   if (num_columns < 2)
     throw std::runtime_error(path.string() +
                              " is not a CSV table: its first line has one column (features and a "
                              "target column are needed, separated by commas)");
-  const int64_t num_rows = static_cast<int64_t>(records.size()) - 1;
-  if (num_rows == 0) throw std::runtime_error("CSV file has a header but no data rows: " + path.string());
-  for (size_t r = 1; r < records.size(); ++r) {
-    if (records[r].fields.size() != num_columns) {
-      throw std::runtime_error("ragged CSV row " + std::to_string(r) + " (line " + std::to_string(records[r].line) +
-                               ") of " + path.string() + ": " + std::to_string(records[r].fields.size()) +
+  if (t.rows() == 0) throw std::runtime_error("CSV file has a header but no data rows: " + path.string());
+  for (size_t r = 1; r < t.records.size(); ++r) {
+    if (t.records[r].fields.size() != num_columns) {
+      throw std::runtime_error("ragged CSV row " + std::to_string(r) + " (line " + std::to_string(t.records[r].line) +
+                               ") of " + path.string() + ": " + std::to_string(t.records[r].fields.size()) +
                                " fields, the header has " + std::to_string(num_columns));
     }
   }
+  return t;
+}
 
-  auto column_index = [&](const std::string& column) -> size_t {
-    auto it = std::find(header.begin(), header.end(), column);
-    if (it == header.end()) {
-      throw std::runtime_error("unknown column '" + quoted(column) + "' in " + path.string() +
-                               "; available columns: " + column_list(header));
-    }
-    return static_cast<size_t>(it - header.begin());
-  };
-  const size_t target = options.target_column.empty() ? num_columns - 1 : column_index(options.target_column);
-
-  // Row r (1-based data row) as it appears in error messages.
-  auto where = [&](size_t r) {
-    return "row " + std::to_string(r) + " (line " + std::to_string(records[r].line) + ") of " + path.string();
-  };
-
+/// The feature columns: those named, else every other column that holds a
+/// number at all (a text column such as an id or a name is left out; a mostly
+/// numeric column with a bad cell is an error when it is read).
+std::vector<size_t> feature_columns(const CsvRows& t, const CsvOptions& options, size_t target) {
   std::vector<size_t> features;
   if (!options.feature_columns.empty()) {
     for (const std::string& column : options.feature_columns) {
-      size_t c = column_index(column);
+      size_t c = t.column_index(column);
       if (c == target) throw std::runtime_error("column '" + column + "' is both a feature and the target");
       features.push_back(c);
     }
-  } else {
-    // Every other column, except text columns (no numeric value at all, e.g.
-    // an id or a name); a mostly numeric column with a bad cell is an error below.
-    for (size_t c = 0; c < num_columns; ++c) {
-      if (c == target) continue;
-      bool any_numeric = false;
-      for (size_t r = 1; r < records.size() && !any_numeric; ++r)
-        any_numeric = parse_number(records[r].fields[c]).has_value();
-      if (any_numeric) features.push_back(c);
-    }
-    if (features.empty()) {
-      throw std::runtime_error("no numeric feature columns in " + path.string() + " (columns: " + column_list(header) +
-                               ")");
-    }
+    return features;
   }
+  for (size_t c = 0; c < t.header.size(); ++c) {
+    if (c == target) continue;
+    bool any_numeric = false;
+    for (size_t r = 1; r <= t.rows() && !any_numeric; ++r) any_numeric = parse_number(t.cell(r, c)).has_value();
+    if (any_numeric) features.push_back(c);
+  }
+  if (features.empty())
+    throw std::runtime_error("no numeric feature columns in " + t.path.string() +
+                             " (columns: " + column_list(t.header) + ")");
+  return features;
+}
 
-  torch::Tensor inputs = torch::empty({num_rows, static_cast<int64_t>(features.size())}, torch::kFloat32);
+torch::Tensor feature_tensor(const CsvRows& t, const std::vector<size_t>& features) {
+  torch::Tensor inputs =
+      torch::empty({static_cast<int64_t>(t.rows()), static_cast<int64_t>(features.size())}, torch::kFloat32);
   float* x = inputs.data_ptr<float>();
-  for (size_t r = 1; r < records.size(); ++r) {
-    for (size_t f = 0; f < features.size(); ++f) {
-      const std::string& cell = records[r].fields[features[f]];
+  for (size_t r = 1; r <= t.rows(); ++r) {
+    for (const size_t f : features) {
+      const std::string& cell = t.cell(r, f);
       auto value = parse_number(cell);
-      if (!value) {
-        throw std::runtime_error("non-numeric value '" + quoted(cell) + "' in feature column '" +
-                                 quoted(header[features[f]]) + "' at " + where(r));
-      }
+      if (!value)
+        throw std::runtime_error("non-numeric value '" + quoted(cell) + "' in feature column '" + quoted(t.header[f]) +
+                                 "' at " + t.where(r));
       *x++ = static_cast<float>(*value);
     }
   }
+  return inputs;
+}
+
+/// Class indices for the target column: numbers in numeric order (labels
+/// "2", "10" map to 0, 1, not "10" < "2"), other text in text order.
+std::pair<torch::Tensor, int64_t> class_labels(const CsvRows& t, size_t target) {
+  bool all_numeric = true;
+  for (size_t r = 1; r <= t.rows(); ++r) {
+    const std::string& cell = t.cell(r, target);
+    if (cell.empty()) throw std::runtime_error("empty target in column '" + t.header[target] + "' at " + t.where(r));
+    all_numeric = all_numeric && parse_number(cell).has_value();
+  }
+  std::vector<int64_t> labels(t.rows());
+  int64_t k = 0;
+  const auto index_classes = [&](auto key) {
+    std::map<decltype(key(size_t{1})), int64_t> classes;
+    for (size_t r = 1; r <= t.rows(); ++r) classes.emplace(key(r), 0);
+    for (auto& entry : classes) entry.second = k++;
+    for (size_t r = 1; r <= t.rows(); ++r) labels[r - 1] = classes.at(key(r));
+  };
+  if (all_numeric)
+    index_classes([&](size_t r) { return *parse_number(t.cell(r, target)); });
+  else
+    index_classes([&](size_t r) { return t.cell(r, target); });
+  return {torch::tensor(labels, torch::kInt64), k};
+}
+
+torch::Tensor regression_targets(const CsvRows& t, size_t target) {
+  torch::Tensor y = torch::empty({static_cast<int64_t>(t.rows()), 1}, torch::kFloat32);
+  float* out = y.data_ptr<float>();
+  for (size_t r = 1; r <= t.rows(); ++r) {
+    const std::string& cell = t.cell(r, target);
+    auto value = parse_number(cell);
+    if (!value)
+      throw std::runtime_error("non-numeric value '" + cell + "' in target column '" + t.header[target] + "' at " +
+                               t.where(r));
+    out[r - 1] = static_cast<float>(*value);
+  }
+  return y;
+}
+
+}  // namespace
+
+Dataset load_csv(const fs::path& path, const CsvOptions& options) {
+  const CsvRows t = read_csv_rows(path);
+  const size_t target = options.target_column.empty() ? t.header.size() - 1 : t.column_index(options.target_column);
+  const std::vector<size_t> features = feature_columns(t, options, target);
 
   Dataset ds;
   ds.name = path.stem().string();
   std::error_code ec;
   fs::path resolved = fs::canonical(path, ec);
   ds.source = (ec ? path : resolved).string();
-  ds.inputs = inputs;
+  ds.inputs = feature_tensor(t, features);
   if (options.classification) {
-    bool all_numeric = true;
-    for (size_t r = 1; r < records.size(); ++r) {
-      const std::string& cell = records[r].fields[target];
-      if (cell.empty()) throw std::runtime_error("empty target in column '" + header[target] + "' at " + where(r));
-      all_numeric = all_numeric && parse_number(cell).has_value();
-    }
-    std::vector<int64_t> labels(num_rows);
-    if (all_numeric) {
-      // Numeric order, so labels "2", "10" map to 0, 1 (not "10" < "2").
-      std::map<double, int64_t> classes;
-      for (size_t r = 1; r < records.size(); ++r) classes.emplace(*parse_number(records[r].fields[target]), 0);
-      int64_t k = 0;
-      for (auto& entry : classes) entry.second = k++;
-      for (size_t r = 1; r < records.size(); ++r) labels[r - 1] = classes.at(*parse_number(records[r].fields[target]));
-      ds.num_classes = k;
-    } else {
-      std::map<std::string, int64_t> classes;
-      for (size_t r = 1; r < records.size(); ++r) classes.emplace(records[r].fields[target], 0);
-      int64_t k = 0;
-      for (auto& entry : classes) entry.second = k++;
-      for (size_t r = 1; r < records.size(); ++r) labels[r - 1] = classes.at(records[r].fields[target]);
-      ds.num_classes = k;
-    }
-    ds.targets = torch::tensor(labels, torch::kInt64);
+    std::tie(ds.targets, ds.num_classes) = class_labels(t, target);
   } else {
-    torch::Tensor y = torch::empty({num_rows, 1}, torch::kFloat32);
-    float* out = y.data_ptr<float>();
-    for (size_t r = 1; r < records.size(); ++r) {
-      const std::string& cell = records[r].fields[target];
-      auto value = parse_number(cell);
-      if (!value) {
-        throw std::runtime_error("non-numeric value '" + cell + "' in target column '" + header[target] + "' at " +
-                                 where(r));
-      }
-      out[r - 1] = static_cast<float>(*value);
-    }
-    ds.targets = y;
+    ds.targets = regression_targets(t, target);
     ds.num_classes = 0;
   }
   return ds;

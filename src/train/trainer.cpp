@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include "train/progress.h"
+
 #include "train/accumulation.h"
 #include "train/augment.h"
 #include "train/bf16_mirrors.h"
@@ -310,7 +312,7 @@ void TrainingRun::prepare() {
   config["threads"] = at::get_num_threads();
   if (!options_.threads_reason.empty()) config["threads_reason"] = options_.threads_reason;
   add_precision_fields(config);
-  emit({{"event", "config"}, {"config", config}});
+  emit(ConfigProgress{config}.to_json());
 }
 
 /// For the length of a run in CPU bf16, the optimizer writes the model's
@@ -431,18 +433,17 @@ void TrainingRun::emit_batch_progress(int64_t epoch, int64_t batch, const torch:
                                       Clock::time_point t_epoch) {
   last_progress_ = Clock::now();
   const double elapsed = seconds_since(t_epoch);
-  nlohmann::json e = {
-      {"event", "batch"},
-      {"epoch", epoch + 1},
-      {"total_epochs", options_.epochs},
-      {"batch", batch + 1},
-      {"total_batches", batches_},
-      {"step", total_steps_},
-      {"loss", loss.item<double>()},  // the one extra host read, a few times a second at most
-      {"lr", get_lr(*optimizer_.optimizer)},
-      {"samples_per_s", elapsed > 0 ? static_cast<double>((batch + 1) * batch_size_ * world()) / elapsed : 0.0}};
-  if (last_grad_norm_) e["grad_norm"] = *last_grad_norm_;
-  emit(e);
+  BatchProgress e;
+  e.epoch = epoch + 1;
+  e.total_epochs = options_.epochs;
+  e.batch = batch + 1;
+  e.total_batches = batches_;
+  e.step = total_steps_;
+  e.loss = loss.item<double>();  // the one extra host read, a few times a second at most
+  e.lr = get_lr(*optimizer_.optimizer);
+  e.samples_per_s = elapsed > 0 ? static_cast<double>((batch + 1) * batch_size_ * world()) / elapsed : 0.0;
+  e.grad_norm = last_grad_norm_;
+  emit(e.to_json());
 }
 
 /// Whether this epoch's event carries the whole history (losses, val_losses,
@@ -497,22 +498,26 @@ bool TrainingRun::finish_epoch(int64_t epoch, const EpochTotals& totals, Clock::
   }
 
   stopped_early_ = options_.early_stopping_patience > 0 && patience_counter_ >= options_.early_stopping_patience;
-  nlohmann::json e = {
-      {"event", "epoch"},         {"epoch", epoch + 1},   {"total_epochs", options_.epochs},  {"loss", epoch_loss},
-      {"lr", lr_history_.back()}, {"step", total_steps_}, {"seconds", seconds_since(t_epoch)}};
-  if (last_grad_norm_) e["grad_norm"] = *last_grad_norm_;
-  if (val_loss) e["val_loss"] = *val_loss;
-  if (val_accuracy) e["val_accuracy"] = *val_accuracy;
+  EpochProgress e;
+  e.epoch = epoch + 1;
+  e.total_epochs = options_.epochs;
+  e.loss = epoch_loss;
+  e.lr = lr_history_.back();
+  e.step = total_steps_;
+  e.seconds = seconds_since(t_epoch);
+  e.grad_norm = last_grad_norm_;
+  e.val_loss = val_loss;
+  e.val_accuracy = val_accuracy;
   if (options_.early_stopping_patience > 0) {
-    e["patience_counter"] = patience_counter_;
-    e["best_epoch"] = best_epoch_;
+    e.patience_counter = patience_counter_;
+    e.best_epoch = best_epoch_;
   }
   if (history_due(epoch + 1 >= options_.epochs || stopped_early_)) {
-    e["losses"] = result_.losses;
-    if (val_loss) e["val_losses"] = result_.val_losses;
-    if (val_accuracy) e["val_accuracies"] = result_.val_accuracies;
+    e.losses = result_.losses;
+    if (val_loss) e.val_losses = result_.val_losses;
+    if (val_accuracy) e.val_accuracies = result_.val_accuracies;
   }
-  emit(e);
+  emit(e.to_json());
   return stopped_early_;
 }
 

@@ -26,20 +26,52 @@ json example_spec(const std::string& name) {
   return json();
 }
 
-TEST(LayerCatalog, NamesEveryTypeAndParamOfTheLayerTableInItsOrder) {
+TEST(LayerCatalog, NamesEveryTypeOfTheLayerTableInItsOrder) {
   const auto& catalog = layer_catalog();
   ASSERT_EQ(catalog.size(), layer_defs().size() + merge_defs().size());
   for (size_t i = 0; i < catalog.size(); ++i) {
     const bool merge = i >= layer_defs().size();
     const std::string type = merge ? merge_defs()[i - layer_defs().size()].type : layer_defs()[i].type;
-    const auto& names = merge ? merge_defs()[i - layer_defs().size()].params : layer_defs()[i].params;
     EXPECT_EQ(catalog[i].type, type);
     EXPECT_EQ(catalog[i].merge, merge) << type;
-    std::vector<std::string> described;
-    for (const auto& p : catalog[i].params) described.push_back(p.name);
-    EXPECT_EQ(described, names) << type;
     EXPECT_FALSE(catalog[i].category.empty()) << type;
+    EXPECT_EQ(&layer_param_defs(type), &catalog[i].params) << type;
   }
+  EXPECT_THROW(layer_param_defs("NoSuchLayer"), std::logic_error);
+}
+
+TEST(LayerCatalog, Issue28_AnAbsentParamBuildsWithTheCataloguesDefaultItsOneDefinition) {
+  // Every optional param left out: the built module holds the catalogue's default, read from the
+  // catalogue itself (the builders carry no defaults of their own).
+  const auto default_of = [](const std::string& type, const std::string& name) {
+    for (const auto& p : layer_param_defs(type))
+      if (p.name == name) return p.default_value;
+    ADD_FAILURE() << type << " has no " << name;
+    return json();
+  };
+  // The one module of type Impl inside a model of a single `type` layer.
+  const auto built = [](const std::string& type, const json& params, auto* impl) {
+    using Impl = std::remove_pointer_t<decltype(impl)>;
+    std::shared_ptr<Impl> found;
+    for (const auto& m : build_sequential_model(single_layer(type, params))->modules(/*include_self=*/false))
+      if (auto cast = std::dynamic_pointer_cast<Impl>(m)) found = cast;
+    EXPECT_TRUE(found) << type;
+    return found;
+  };
+  const auto dropout = built("Dropout", json::object(), static_cast<torch::nn::DropoutImpl*>(nullptr));
+  ASSERT_TRUE(dropout);
+  EXPECT_EQ(dropout->options.p(), default_of("Dropout", "p").get<double>());
+
+  const auto lstm = built("LSTM", {{"input_size", 4}, {"hidden_size", 3}}, static_cast<torch::nn::LSTMImpl*>(nullptr));
+  ASSERT_TRUE(lstm);
+  EXPECT_EQ(lstm->options.num_layers(), default_of("LSTM", "num_layers").get<int64_t>());
+  EXPECT_EQ(lstm->options.batch_first(), default_of("LSTM", "batch_first").get<bool>());
+  EXPECT_EQ(lstm->options.bidirectional(), default_of("LSTM", "bidirectional").get<bool>());
+
+  const auto norm = built("LayerNorm", {{"normalized_shape", 8}}, static_cast<torch::nn::LayerNormImpl*>(nullptr));
+  ASSERT_TRUE(norm);
+  EXPECT_EQ(norm->options.eps(), default_of("LayerNorm", "eps").get<double>());
+  EXPECT_EQ(norm->options.elementwise_affine(), default_of("LayerNorm", "elementwise_affine").get<bool>());
 }
 
 TEST(LayerCatalog, EveryLayerBuildsFromItsDefaultsAndFromItsRequiredParamsAlone) {

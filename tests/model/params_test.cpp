@@ -39,26 +39,44 @@ TEST(LayerSpecError, IsACodefyError) {
   }
 }
 
-TEST(LayerParams, TypedGettersWithDefaults) {
-  const std::vector<std::string> known{"n", "k", "m", "p", "b", "a"};
+/// Parameter definitions as the layer catalogue writes them: name and default.
+std::vector<graph::ParamDef> defs(const std::vector<std::pair<std::string, json>>& named) {
+  std::vector<graph::ParamDef> out;
+  for (const auto& [name, value] : named) {
+    graph::ParamDef d;
+    d.name = name;
+    d.default_value = value;
+    out.push_back(d);
+  }
+  return out;
+}
+
+TEST(LayerParams, TypedGettersFallBackToTheDefinitionsDefaults) {
+  const auto known =
+      defs({{"n", 1}, {"k", 3}, {"m", 0.1}, {"p", 7}, {"q", 0.1}, {"b", true}, {"a", "relu"}, {"none", nullptr}});
   const json params = {{"n", 3}, {"k", {2, 5}}, {"m", nullptr}, {"b", false}, {"a", "gelu"}};
   const LayerParams p("c", "Conv2d", &params, known);
   EXPECT_EQ(p.integer("n", 1), 3);
-  EXPECT_EQ(p.integer_or("p", 7), 7);
-  EXPECT_FALSE(p.optional_integer("m").has_value());    // null counts as absent
-  EXPECT_FALSE(p.optional_real("m", 0.1).has_value());  // ...except where null means None
-  EXPECT_EQ(*p.optional_real("p", 0.1), 0.1);
+  EXPECT_EQ(p.integer_or_default("p"), 7);                    // absent: the definition's default
+  EXPECT_FALSE(p.optional_integer("m").has_value());          // null counts as absent
+  EXPECT_FALSE(p.optional_real_or_default("m").has_value());  // ...except where null means None
+  EXPECT_EQ(*p.optional_real_or_default("q"), 0.1);
+  EXPECT_FALSE(p.optional_real_or_default("none").has_value());  // a default of null: None
   EXPECT_EQ((*p.ints<2>("k", 1)), (std::array<int64_t, 2>{2, 5}));
-  EXPECT_EQ((*p.ints_or<2>("n", 0, 1)), (std::array<int64_t, 2>{3, 3}));
-  EXPECT_FALSE(p.boolean_or("b", true));
-  EXPECT_EQ(p.choice_or("a", "relu", {"relu", "gelu"}), "gelu");
+  EXPECT_EQ((*p.ints_or_default<2>("n", 1)), (std::array<int64_t, 2>{3, 3}));
+  EXPECT_FALSE(p.boolean_or_default("b"));
+  EXPECT_EQ(p.choice_or_default("a", {"relu", "gelu"}), "gelu");
   EXPECT_THROW(p.find("undeclared"), std::logic_error);  // a bug in the table, not the spec
+  EXPECT_THROW(p.integer_or_default("undeclared"), std::logic_error);
   const LayerParams none("c", "ReLU", nullptr, known);
-  EXPECT_EQ(none.real_or("p", 0.5), 0.5);
+  EXPECT_EQ(none.real_or_default("q"), 0.1);
+  EXPECT_TRUE(none.boolean_or_default("b"));
+  EXPECT_EQ(none.choice_or_default("a", {"relu", "gelu"}), "relu");
+  EXPECT_EQ((*none.ints_or_default<2>("k", 1)), (std::array<int64_t, 2>{3, 3}));
 }
 
 TEST(LayerParams, ErrorsNameTheParameter) {
-  const std::vector<std::string> known{"n"};
+  const auto known = defs({{"n", 1}});
   const json params = {{"n", -2}};
   const LayerParams p("c", "Linear", &params, known);
   expect_spec_error([&] { p.integer("n", 1); }, "c", "n", "must be at least 1, got -2");

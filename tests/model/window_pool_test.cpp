@@ -4,6 +4,7 @@
 // window; and the layer takes them only where they apply.
 #include "model/window_pool.h"
 
+#include "model/layer_catalog.h"
 #include "model/layer_table.h"
 #include "model/params.h"
 
@@ -106,7 +107,7 @@ TEST(WindowMaxPool, NaNWinsItsWindowAsInLibTorch) {
 
 BuiltLayer max_pool_layer(const nlohmann::json& params) {
   const LayerDef* def = find_layer_def("MaxPool2d");
-  return def->build(LayerParams("p", "MaxPool2d", &params, def->params));
+  return def->build(LayerParams("p", "MaxPool2d", &params, layer_param_defs("MaxPool2d")));
 }
 
 std::string backward_name(const Tensor& y) { return y.grad_fn() ? y.grad_fn()->name() : ""; }

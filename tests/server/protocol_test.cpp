@@ -45,6 +45,11 @@ TEST_F(Protocol, EveryMessageARunSendsFitsTheSchema) {
   for (const char* t : {"execution_start", "node_status", "node_progress", "execution_complete", "execution_error",
                         "execution_stopped", "cache_cleared", "error"})
     EXPECT_TRUE(types.count(t)) << t << " was not seen: the test shows nothing about it";
+  std::set<std::string> events;
+  for (const json& m : seen)
+    if (m.contains("progress") && m["progress"].is_object()) events.insert(m["progress"].value("event", ""));
+  for (const char* e : {"config", "batch", "epoch"})
+    EXPECT_TRUE(events.count(e)) << "no " << e << " progress was seen: the test shows nothing about its schema";
 }
 
 TEST(ProtocolSchema, ACheckFindsWhatDoesNotFit) {
@@ -55,6 +60,20 @@ TEST(ProtocolSchema, ACheckFindsWhatDoesNotFit) {
   EXPECT_NE(check_ws_message(schema, {{"type", "node_status"}, {"node_id", "n"}, {"status", "ok"}, {"extra", 1}}), "");
   EXPECT_NE(check_ws_message(schema, {{"type", "surprise"}}), "");
   EXPECT_EQ(schema["run_error_kinds"].size(), 7u);
+  // A training loop's progress inside a frame is checked against its event's schema.
+  const json batch = {{"event", "batch"}, {"batch", 1}, {"total_batches", 4}, {"loss", 0.5}};
+  EXPECT_EQ(check_ws_message(schema, {{"type", "node_progress"}, {"node_id", "t"}, {"progress", batch}}), "");
+  json wrong = batch;
+  wrong["loss"] = "0.5";
+  EXPECT_NE(check_ws_message(schema, {{"type", "node_progress"}, {"node_id", "t"}, {"progress", wrong}}), "");
+  json unnamed = batch;
+  unnamed["surprise"] = 1;
+  EXPECT_NE(check_ws_message(schema, {{"type", "node_progress"}, {"node_id", "t"}, {"progress", unnamed}}), "");
+  EXPECT_NE(check_ws_message(schema, {{"type", "node_status"},
+                                      {"node_id", "t"},
+                                      {"status", "progress"},
+                                      {"progress", {{"event", "epoch"}, {"epoch", 1}}}}),
+            "");  // an epoch without its loss
 }
 
 }  // namespace

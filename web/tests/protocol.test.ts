@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import protocol from './fixtures/protocol.json';
 import {
   ENVELOPE_ERROR_CODES,
+  PROGRESS_EVENT_FIELDS,
   RUN_ERROR_KINDS,
   SERVER_MESSAGE_FIELDS,
   SERVER_MESSAGE_TYPES,
@@ -28,6 +29,13 @@ describe('the editor speaks the server protocol', () => {
       const declared = [...SERVER_MESSAGE_FIELDS[m.type as keyof typeof SERVER_MESSAGE_FIELDS]].sort();
       expect(declared, m.type).toEqual([...m.fields].sort());
     }
+  });
+
+  it('declares every field of a training loop\'s progress events, and no other', () => {
+    const events = protocol.training_progress as unknown as Record<string, { properties: Record<string, unknown> }>;
+    expect(Object.keys(events).sort()).toEqual(['batch', 'config', 'epoch']);
+    const fields = new Set(Object.values(events).flatMap((e) => Object.keys(e.properties)));
+    expect([...PROGRESS_EVENT_FIELDS].sort()).toEqual([...fields].sort());
   });
 
   it('has the run error kinds and envelope codes the server uses', () => {

@@ -132,7 +132,35 @@ export interface GraphJson {
 
 // ── WebSocket /ws/execution ──────────────────────────────────────────────────
 
-/** TrainingLoop's progress frames (src/train/trainer.cpp). */
+/**
+ * The fields of a training loop's progress frames (src/train/progress.h: config, batch and epoch
+ * events); tests/protocol.test.ts checks them against the server's schema (`training_progress`).
+ */
+export const PROGRESS_EVENT_FIELDS = [
+  'event',
+  'epoch',
+  'total_epochs',
+  'batch',
+  'total_batches',
+  'step',
+  'loss',
+  'val_loss',
+  'val_accuracy',
+  'peak_memory_bytes',
+  'lr',
+  'samples_per_s',
+  'seconds',
+  'grad_norm',
+  'config',
+  'timestep',
+  'patience_counter',
+  'best_epoch',
+  'losses',
+  'val_losses',
+  'val_accuracies',
+] as const;
+
+/** TrainingLoop's progress frames (src/train/progress.h). */
 export interface ProgressEvent {
   event: 'config' | 'batch' | 'epoch' | string;
   epoch?: number;
@@ -151,6 +179,15 @@ export interface ProgressEvent {
   seconds?: number;
   grad_norm?: number;
   config?: Record<string, unknown>;
+  /** A diffusion sampler's batch progress: its current timestep. */
+  timestep?: number;
+  /** Epoch events with early stopping. */
+  patience_counter?: number;
+  best_epoch?: number;
+  /** Epoch events: the history so far (first and last epoch, and a few times a second). */
+  losses?: number[];
+  val_losses?: number[];
+  val_accuracies?: number[];
   [key: string]: unknown;
 }
 

@@ -86,8 +86,8 @@ function StoreBar({ row }: { row: StoreRow }) {
 }
 
 function RunLine({ row, ownRunId, ownName }: { row: RunRow; ownRunId?: string; ownName: string }) {
-  const graph =
-    row.graph ?? (row.id === ownRunId ? t('server.thisEditor', { name: ownName }) : null);
+  // This editor's own run says so; the server now names every run's graph (from its run history).
+  const graph = row.id === ownRunId ? t('server.thisEditor', { name: ownName }) : (row.graph ?? null);
   return (
     <tr data-testid={`run-row-${row.id}`} data-status={row.status} title={row.error ?? undefined}>
       <td className="mono">{row.id}</td>
