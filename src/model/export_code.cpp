@@ -1,6 +1,7 @@
 // The exporters' shared reading of a spec and their literals.
 #include "model/export_code.h"
 
+#include "model/layer_catalog.h"
 #include "model/layer_spec_error.h"
 #include "model/modules.h"
 #include "model/params.h"
@@ -136,14 +137,14 @@ std::optional<std::string> shape_layer_expression(const std::string& type, const
 std::string merge_expression(const SpecNode& node, const std::vector<std::string>& inputs) {
   const MergeDef* def = find_merge_def(node.type);
   if (def == nullptr) throw LayerSpecError(node.id, node.type, "", "is not a merge");
-  const LayerParams params(node.id, node.type, &node.params, def->params);
+  const LayerParams params(node.id, node.type, &node.params, layer_param_defs(node.type));
   const std::string list = "[" + util::join(inputs, ", ") + "]";
   if (node.type == "Add") return util::join(inputs, " + ");
   if (node.type == "Multiply") return util::join(inputs, " * ");
   if (node.type == "Subtract") return inputs.at(0) + " - " + inputs.at(1);
   if (node.type == "Mean") return "torch.stack(" + list + ", 0).mean(0)";
-  if (node.type == "Concat") return "torch.cat(" + list + ", " + std::to_string(params.integer_or("dim", 1)) + ")";
-  if (node.type == "Stack") return "torch.stack(" + list + ", " + std::to_string(params.integer_or("dim", 1)) + ")";
+  if (node.type == "Concat") return "torch.cat(" + list + ", " + std::to_string(params.integer_or_default("dim")) + ")";
+  if (node.type == "Stack") return "torch.stack(" + list + ", " + std::to_string(params.integer_or_default("dim")) + ")";
   throw LayerSpecError(node.id, node.type, "", "this merge has no export code yet");
 }
 
