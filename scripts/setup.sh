@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package Codefy needs to build, test and run.
 # Idempotent: when everything is present it only checks and returns.
-# Extra packages may be named as arguments (bench/step_time.sh adds python3-torch).
+# Extra packages may be named as arguments.
 set -euo pipefail
 
 packages=(
@@ -13,6 +13,7 @@ packages=(
   libcli11-dev            # command-line parsing (header-only)
   libboost1.81-dev        # Boost.Beast/Asio for the server (header-only)
   libgtest-dev            # unit tests
+  python3-torch           # PyTorch 1.13 for /usr/bin/python3: the export tests import model.py and torch.jit.load the TorchScript with it (test_model), and bench/step_time.sh's Python contender
   libsqlite3-dev          # the run history (codefy-data/runs.db): an embedded database two processes can share
   libprotobuf-dev         # protobuf's library: the run history's TensorBoard event records
   protobuf-compiler       # protoc: compiles src/store/tensorboard_event.proto at build time

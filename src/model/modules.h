@@ -26,6 +26,8 @@ class ReshapeImpl : public torch::nn::Module {
   explicit ReshapeImpl(std::vector<int64_t> shape);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The sizes after the batch dimension.
+  const std::vector<int64_t>& shape() const { return shape_; }
 
  private:
   std::vector<int64_t> shape_;
@@ -38,6 +40,9 @@ class SelectIndexImpl : public torch::nn::Module {
   SelectIndexImpl(int64_t dim, int64_t index);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The dimension it selects in and the index it takes there.
+  int64_t dim() const { return dim_; }
+  int64_t index() const { return index_; }
 
  private:
   int64_t dim_, index_;
@@ -51,6 +56,8 @@ class PermuteImpl : public torch::nn::Module {
   explicit PermuteImpl(std::vector<int64_t> dims);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The new order of the dimensions, the batch's first.
+  const std::vector<int64_t>& dims() const { return dims_; }
 
  private:
   std::vector<int64_t> dims_;
@@ -66,6 +73,8 @@ class Chomp1dImpl : public torch::nn::Module {
   explicit Chomp1dImpl(int64_t chomp_size);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// How many time steps it drops at the end.
+  int64_t chomp_size() const { return chomp_size_; }
 
  private:
   int64_t chomp_size_;
@@ -87,6 +96,8 @@ class LstmBlockImpl : public torch::nn::Module {
   explicit LstmBlockImpl(const torch::nn::LSTMOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The wrapped LSTM (its options and weights, for the exporters).
+  const torch::nn::LSTM& lstm() const { return lstm_; }
 
  private:
   torch::nn::LSTM lstm_{nullptr};
@@ -99,6 +110,8 @@ class GruBlockImpl : public torch::nn::Module {
   explicit GruBlockImpl(const torch::nn::GRUOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The wrapped GRU (its options and weights, for the exporters).
+  const torch::nn::GRU& gru() const { return gru_; }
 
  private:
   torch::nn::GRU gru_{nullptr};
@@ -121,6 +134,9 @@ class TransformerEncoderBlockImpl : public torch::nn::Module {
   explicit TransformerEncoderBlockImpl(TransformerConfig config);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The options it was built with, and the sequence-first stack it wraps.
+  const TransformerConfig& config() const { return config_; }
+  const torch::nn::TransformerEncoder& encoder() const { return encoder_; }
 
  private:
   TransformerConfig config_;
@@ -135,6 +151,9 @@ class TransformerDecoderBlockImpl : public torch::nn::Module {
   explicit TransformerDecoderBlockImpl(TransformerConfig config);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The options it was built with, and the sequence-first stack it wraps.
+  const TransformerConfig& config() const { return config_; }
+  const torch::nn::TransformerDecoder& decoder() const { return decoder_; }
 
  private:
   TransformerConfig config_;
@@ -148,6 +167,8 @@ class MultiHeadAttentionBlockImpl : public torch::nn::Module {
   explicit MultiHeadAttentionBlockImpl(const torch::nn::MultiheadAttentionOptions& options);
   torch::Tensor forward(const torch::Tensor& x);
   void pretty_print(std::ostream& os) const override;
+  /// The wrapped sequence-first attention (its options and weights, for the exporters).
+  const torch::nn::MultiheadAttention& attn() const { return attn_; }
 
  private:
   torch::nn::MultiheadAttentionOptions options_;
