@@ -144,7 +144,8 @@ std::string merge_expression(const SpecNode& node, const std::vector<std::string
   if (node.type == "Subtract") return inputs.at(0) + " - " + inputs.at(1);
   if (node.type == "Mean") return "torch.stack(" + list + ", 0).mean(0)";
   if (node.type == "Concat") return "torch.cat(" + list + ", " + std::to_string(params.integer_or_default("dim")) + ")";
-  if (node.type == "Stack") return "torch.stack(" + list + ", " + std::to_string(params.integer_or_default("dim")) + ")";
+  if (node.type == "Stack")
+    return "torch.stack(" + list + ", " + std::to_string(params.integer_or_default("dim")) + ")";
   throw LayerSpecError(node.id, node.type, "", "this merge has no export code yet");
 }
 
