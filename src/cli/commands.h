@@ -40,6 +40,17 @@ struct RunCommand {
   std::string tensorboard_dir;
 };
 
+/// `codefy export`: a trained SequentialModel out as plain PyTorch source or TorchScript.
+struct ExportCommand {
+  std::string graph_path;  ///< the graph whose SequentialModel's spec to take (or spec_path)
+  std::string node_id;     ///< which SequentialModel, when the graph has several
+  std::string spec_path;   ///< a layer spec file instead of a graph
+  std::string weights_path;
+  std::string format;  ///< "pytorch" or "torchscript"
+  std::string out_dir;
+  bool json = false;
+};
+
 struct PlanCommand {
   std::string graph_path;
   std::string device;
@@ -101,6 +112,7 @@ int serve(const ServeCommand& cmd);
 /// `codefy plan`: the memory plan of each TrainingLoop; exits 0 when the
 /// graph as it stands is predicted to fit, kExitOutOfMemory when not.
 int plan_graph(const PlanCommand& cmd);
+int export_model(const ExportCommand& cmd);
 /// `codefy runs`: lists, shows or deletes recorded runs.
 int runs_command(const RunsCommand& cmd);
 int validate_graph(const std::string& path, bool json);

@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+
 namespace {
 
 using namespace codefy::cli;
@@ -194,6 +196,17 @@ int main(int argc, char** argv) {
   PlanCommand plan;
   auto* plan_cmd = add_plan_command(app, plan);
 
+  ExportCommand exp;
+  auto* export_cmd = app.add_subcommand(
+      "export", "A trained SequentialModel out as plain PyTorch source (model.py + weights.pt) or TorchScript");
+  auto* source = export_cmd->add_option("--graph", exp.graph_path, "The graph whose SequentialModel to export");
+  export_cmd->add_option("--node", exp.node_id, "Which SequentialModel node, when the graph has several");
+  export_cmd->add_option("--spec", exp.spec_path, "A layer spec file (v2 JSON) instead of a graph")->excludes(source);
+  export_cmd->add_option("--weights", exp.weights_path, "The trained weights (.pt or .safetensors)")->required();
+  export_cmd->add_option("--format", exp.format, "pytorch or torchscript")->required();
+  export_cmd->add_option("--out", exp.out_dir, "Folder to write into")->required();
+  export_cmd->add_flag("--json", exp.json, "JSON output");
+
   std::string validate_path;
   bool validate_json = false;
   auto* validate_cmd = app.add_subcommand("validate", "Check a graph.json without running it");
@@ -229,6 +242,13 @@ int main(int argc, char** argv) {
   run.program = argc > 0 ? argv[0] : "codefy";
   if (*run_cmd) return run.nproc_per_node > 0 ? launch_run(run) : run_graph(run);
   if (*plan_cmd) return plan_graph(plan);
+  if (*export_cmd) {
+    if (exp.graph_path.empty() && exp.spec_path.empty()) {
+      std::fprintf(stderr, "error: export needs --graph FILE or --spec FILE\n");
+      return kExitUsage;
+    }
+    return export_model(exp);
+  }
   if (*runs_cmd) return runs_command(runs);
   if (*validate_cmd) return validate_graph(validate_path, validate_json);
   if (*nodes_cmd) return list_nodes(nodes_json);
