@@ -36,8 +36,8 @@ train::ModelPtr toy_model(const fs::path& weights) {
 TEST(Export, Issue31_TheGraphsTrainedModelLeavesAsTorchScriptThatComputesTheSame) {
   const fs::path dir = testing::temp_dir("export-torchscript");
   auto model = toy_model(dir / "w.safetensors");
-  const auto c = run_codefy("export --graph " + toy_graph().string() + " --weights " + (dir / "w.safetensors").string() +
-                            " --format torchscript --out " + (dir / "out").string());
+  const auto c = run_codefy("export --graph " + toy_graph().string() + " --weights " +
+                            (dir / "w.safetensors").string() + " --format torchscript --out " + (dir / "out").string());
   ASSERT_EQ(c.exit_code, 0) << c.output;
   torch::jit::Module loaded = torch::jit::load((dir / "out" / "model.torchscript.pt").string());
   torch::NoGradGuard no_grad;
