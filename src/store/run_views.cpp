@@ -7,36 +7,6 @@
 
 namespace codefy::store {
 
-nlohmann::json run_json(const RunRecord& r, bool whole) {
-  nlohmann::json j = {{"id", r.id},
-                      {"graph", r.graph_name},
-                      {"graph_hash", r.graph_hash},
-                      {"source", r.source},
-                      {"status", r.status},
-                      {"seed", r.seed},
-                      {"devices", r.devices},
-                      {"precision_requested", r.precision_requested},
-                      {"precision", r.precision_used},
-                      {"micro_batch", r.micro_batch},
-                      {"accumulate_steps", r.accumulate_steps},
-                      {"effective_batch", r.effective_batch},
-                      {"world_size", r.world_size},
-                      {"threads", r.threads},
-                      {"started_at", r.started_at},
-                      {"ended_at", r.ended_at},
-                      {"duration_s", r.duration_s},
-                      {"error", r.error},
-                      {"peak_memory", r.peak_memory},
-                      {"final_metrics", r.final_metrics}};
-  if (whole) {
-    j["graph_snapshot"] = r.graph;
-    j["config"] = r.config;
-    j["node_timings"] = r.node_timings;
-    j["artifacts"] = r.artifacts;
-  }
-  return j;
-}
-
 namespace {
 
 /// Keys in the order first met, each with one value a run (null where absent).
@@ -180,6 +150,26 @@ std::vector<std::pair<std::string, double>> final_numbers(const RunRecord& r) {
 }
 
 }  // namespace
+
+nlohmann::json run_json(const RunRecord& r, bool whole) {
+  nlohmann::json j = nlohmann::json::object();
+  for (auto& [key, value] : run_fields(r)) j[key] = std::move(value);
+  j.update({{"id", r.id},
+            {"graph_hash", r.graph_hash},
+            {"started_at", r.started_at},
+            {"ended_at", r.ended_at},
+            {"duration_s", r.duration_s},
+            {"error", r.error},
+            {"peak_memory", r.peak_memory},
+            {"final_metrics", r.final_metrics}});
+  if (whole) {
+    j["graph_snapshot"] = r.graph;
+    j["config"] = r.config;
+    j["node_timings"] = r.node_timings;
+    j["artifacts"] = r.artifacts;
+  }
+  return j;
+}
 
 nlohmann::json compare_runs(const std::vector<RunRecord>& runs) {
   Table settings(runs.size()), metrics(runs.size());
